@@ -1,0 +1,13 @@
+"""User-facing errors and warnings.
+
+A :class:`GranularError` carries a message meant for the user (what was wrong
+and where); the CLI prints it without a traceback.
+"""
+
+
+class GranularError(Exception):
+    """Bad input or a failed step, with a message that says what and where."""
+
+
+class GranularWarning(UserWarning):
+    """Something the user should know, e.g. a configuration clamped to the data."""

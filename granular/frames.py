@@ -1,0 +1,67 @@
+"""Frames and sign conventions, written down once for the whole project.
+
+World frame F_G: planar, x forward (to the right when drawn), z up. Units are SI.
+
+Angles, angular velocities and torques are positive counter-clockwise in the
+x–z plane as drawn with x to the right and z up (about the axis pointing out
+of the page, towards the viewer). The planar cross product is therefore
+r × f = r_x f_z − r_z f_x, and a body turning at ω moves a point at offset r
+with velocity ω (−r_z, r_x).
+
+A wrench is w = (f_x, f_z, τ) in N, N, N·m; a twist is v = (v_x, v_z, ω) in
+m/s, m/s, rad/s. Their product w·v is power, in W.
+
+Foot (Zhu et al. 2019, §III-A, Fig. 2): a cylinder whose axis runs from
+p_center (centre of the flat bottom plate) towards p_r, which lies on the axis
+a distance ``r_offset`` (0.25 m) above p_center. Torques of the medium on the
+foot are measured about p_r.
+
+Contact frames (paper §III-A): F_c sits at p_c, the surface point closest to
+p_center, with z along the outward surface normal and x along the surface
+tangent (the world x direction rotated with the surface). F_r has F_c's
+orientation and its origin at p_r.
+
+Configuration θ = (d, φ): d is the signed height of p_center above the
+surface along F_c's z (negative below: the foot is in contact only when
+d < 0); φ is the tilt of the foot axis from the surface normal,
+counter-clockwise positive, so the axis points along (−sin φ, cos φ) in F_c.
+
+Velocity directions (datasets) are twists of the foot in F_c: the velocity of
+p_center and the tilt rate φ̇.
+
+Mirror symmetry x → −x maps (d, φ) to (d, −φ), a twist (v_x, v_z, ω) to
+(−v_x, v_z, −ω) and a wrench (f_x, f_z, τ) to (−f_x, f_z, −τ).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+#: Diagonal of the mirror map x → −x, for wrenches and twists alike.
+MIRROR = np.array([-1.0, 1.0, -1.0])
+
+
+def foot_axis(phi):
+    """Unit vector(s) of the foot axis (p_center → p_r) in F_c for tilt ``phi``."""
+    phi = np.asarray(phi, dtype=float)
+    return np.stack([-np.sin(phi), np.cos(phi)], axis=-1)
+
+
+def cross2(r, f):
+    """Planar cross product r × f = r_x f_z − r_z f_x (counter-clockwise positive)."""
+    r = np.asarray(r, dtype=float)
+    f = np.asarray(f, dtype=float)
+    return r[..., 0] * f[..., 1] - r[..., 1] * f[..., 0]
+
+
+def point_velocity(twist, r):
+    """Velocity of points at offsets ``r`` (…, 2) of a body moving with ``twist``."""
+    twist = np.asarray(twist, dtype=float)
+    r = np.asarray(r, dtype=float)
+    omega = twist[..., 2:3]
+    return twist[..., :2] + omega * np.stack([-r[..., 1], r[..., 0]], axis=-1)
+
+
+def rotation(angle):
+    """2×2 rotation by ``angle`` (counter-clockwise)."""
+    c, s = np.cos(angle), np.sin(angle)
+    return np.array([[c, -s], [s, c]])

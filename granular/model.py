@@ -1,0 +1,173 @@
+"""The learned wrench-space model W(θ) (Zhu et al. 2019, §III-B3).
+
+m regressions w_i(θ) predict the extreme wrenches for any configuration θ;
+W(θ) is their convex hull (:mod:`granular.wrenchspace`). The model is exactly
+mirror-symmetric: it is trained on the data and its mirror image and its
+prediction is averaged with the mirrored prediction at (d, −φ).
+
+A model file (HDF5) holds the training dataset and the regressor's
+parameters, from which loading refits the model deterministically: no pickle,
+so a model file from a stranger cannot run code.
+"""
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from . import dataset as wd
+from . import regressors, wrenchspace
+from .errors import GranularError, GranularWarning
+from .frames import MIRROR
+from .h5io import atomic_h5, attr, read_h5
+from .sampling import mirror_permutation
+
+FORMAT = "granular-wrench-model"
+VERSION = 1
+
+
+def symmetrize(ds: wd.WrenchDataset) -> wd.WrenchDataset:
+    """The dataset joined with its mirror image, a configuration seen twice averaged over its valid samples."""
+    perm = mirror_permutation(ds.directions)
+    configs = np.vstack([ds.configs, ds.configs * [1.0, -1.0]])
+    wrenches = np.concatenate([ds.wrenches, ds.wrenches[:, perm] * MIRROR])
+    valid = np.concatenate([ds.valid, ds.valid[:, perm]])
+    keys, inverse = np.unique(np.round(configs, 12), axis=0, return_inverse=True)
+    inverse = inverse.ravel()
+    total = np.zeros((len(keys),) + wrenches.shape[1:])
+    count = np.zeros((len(keys), valid.shape[1]))
+    np.add.at(total, inverse, np.where(valid[..., None], wrenches, 0.0))
+    np.add.at(count, inverse, valid)
+    mean = np.divide(total, count[..., None], out=np.zeros_like(total), where=count[..., None] > 0)
+    return replace(ds, configs=keys, wrenches=mean, valid=count > 0)
+
+
+@dataclass
+class WrenchSpaceModel:
+    """A fitted W(θ). Build it with :func:`fit` or :func:`load`; treat it as immutable."""
+
+    dataset: wd.WrenchDataset
+    regressor: str = "rbf"
+    params: dict = field(default_factory=dict)
+    info: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        ds = self.dataset
+        self.perm = mirror_permutation(ds.directions)
+        train = symmetrize(ds)
+        self.d_min = float(train.configs[:, 0].min())
+        self.phi_max = float(np.abs(train.configs[:, 1]).max())
+        if self.d_min >= 0:
+            raise GranularError(f"dataset {ds.medium!r} has no configuration below the surface (d < 0)")
+        self.x_scale = np.array([-self.d_min, self.phi_max if self.phi_max > 0 else 1.0])
+        self.active = np.array([True, self.phi_max > 0])
+        f = np.nanmax(np.abs(np.where(train.valid[..., None], train.wrenches, 0.0)[..., :2]))
+        t = np.nanmax(np.abs(np.where(train.valid, train.wrenches[..., 2], 0.0)))
+        f = f if f > 0 else 1.0
+        self.scale = np.array([f, f, t if t > 0 else f * ds.foot.r_offset])
+        self._fit(train)
+
+    def _x(self, configs):
+        return (np.asarray(configs, dtype=float) / self.x_scale)[:, self.active]
+
+    def _fit(self, train):
+        """One regressor per group of directions sharing a validity pattern (usually one group)."""
+        patterns, group_of = np.unique(train.valid.T, axis=0, return_inverse=True)
+        self._groups = []
+        for g, rows in enumerate(patterns):
+            cols = np.flatnonzero(group_of.ravel() == g)
+            if rows.sum() < 3:
+                raise GranularError(f"directions {cols.tolist()} have fewer than 3 valid configurations; "
+                                    "cannot learn their extreme wrenches")
+            Y = train.wrenches[rows][:, cols].reshape(rows.sum(), -1)
+            params = dict(self.params.get(f"group{g}", {}))
+            reg = regressors.make(self.regressor, **params).fit(self._x(train.configs[rows]), Y)
+            self.params[f"group{g}"] = reg.params()
+            self._groups.append((cols, reg))
+
+    @property
+    def m(self) -> int:
+        return len(self.dataset.directions)
+
+    def clamp(self, thetas):
+        """θ clamped to [−π/2, π/2] in φ and to the data's range; warns once if the data range clips it."""
+        thetas = np.atleast_2d(np.asarray(thetas, dtype=float))
+        d = np.clip(thetas[:, 0], self.d_min, 0.0)
+        phi = np.clip(thetas[:, 1], -np.pi / 2, np.pi / 2)
+        clipped = np.clip(phi, -self.phi_max, self.phi_max)
+        if np.any(thetas[:, 0] < self.d_min) or np.any(clipped != phi):
+            warnings.warn(f"configuration outside the {self.dataset.medium!r} data (d ≥ {self.d_min:g} m, "
+                          f"|φ| ≤ {self.phi_max:g} rad): clamped to its edge", GranularWarning, stacklevel=3)
+        return np.column_stack([d, clipped])
+
+    def points(self, thetas):
+        """Predicted extreme wrenches (k, m, 3) in F_r for configurations (k, 2); zero where d ≥ 0."""
+        thetas = np.atleast_2d(np.asarray(thetas, dtype=float))
+        k = len(thetas)
+        contact = thetas[:, 0] < 0
+        out = np.zeros((k, self.m, 3))
+        if not contact.any():
+            return out
+        th = self.clamp(thetas[contact])
+        X = self._x(np.vstack([th, th * [1.0, -1.0]]))
+        both = np.zeros((2 * len(th), self.m, 3))
+        for cols, reg in self._groups:
+            both[:, cols] = reg.predict(X).reshape(len(X), len(cols), 3)
+        kc = len(th)
+        out[contact] = 0.5 * (both[:kc] + both[kc:][:, self.perm] * MIRROR)
+        return out
+
+    def halfspaces(self, thetas):
+        """Exact W(θ) for each configuration: a list of (A, b) with A w ≤ b, unit rows, b ≥ 0."""
+        pts = self.points(thetas)
+        return [wrenchspace.hull_halfspaces(p, self.scale) for p in pts]
+
+    def fixed_normals(self, K: int = 32):
+        """The constant A (K, 3) of the fixed-normal representation."""
+        return wrenchspace.fixed_normals(K, self.scale)
+
+    def offsets(self, A, thetas):
+        """b(θ) (k, K) of the fixed-normal representation: W(θ) ⊆ {w : A w ≤ b}."""
+        return wrenchspace.support_offsets(A, self.points(thetas))
+
+
+def fit(ds: wd.WrenchDataset, regressor: str = "rbf", **params) -> WrenchSpaceModel:
+    regressors.make(regressor)  # unknown names fail before any work
+    return WrenchSpaceModel(ds, regressor, {"group0": params} if params else {})
+
+
+def save(model: WrenchSpaceModel, path):
+    with atomic_h5(path) as f:
+        f.attrs.update({"format": FORMAT, "version": VERSION, "regressor": model.regressor,
+                        "info": json.dumps(model.info)})
+        wd.write_group(f.create_group("dataset"), model.dataset)
+        pg = f.create_group("params")
+        for gname, params in model.params.items():
+            g = pg.create_group(gname)
+            for key, value in params.items():
+                if isinstance(value, np.ndarray):
+                    g.create_dataset(key, data=value)
+                elif value is not None:
+                    g.attrs[key] = value
+
+
+def load(path) -> WrenchSpaceModel:
+    with read_h5(path, FORMAT, {VERSION}) as f:
+        regressor = attr(f, "regressor", path)
+        if regressor not in regressors.REGRESSORS:
+            raise GranularError(f"{path}: unknown regressor {regressor!r}")
+        if "dataset" not in f or "params" not in f:
+            raise GranularError(f"{path}: model file lacks its 'dataset' or 'params' group")
+        ds = wd.read_group(f["dataset"], f"{path} (embedded dataset)")
+        params = {g: {**{k: attr(f["params"][g], k, path) for k in f["params"][g].attrs},
+                      **{k: f["params"][g][k][()] for k in f["params"][g]}} for g in f["params"]}
+        try:
+            info = json.loads(attr(f, "info", path))
+        except json.JSONDecodeError:
+            raise GranularError(f"{path}: attribute 'info' is not valid JSON") from None
+    try:
+        return WrenchSpaceModel(ds, regressor, params, info)
+    except (TypeError, ValueError) as exc:
+        raise GranularError(f"{path}: cannot rebuild the {regressor} model from its parameters ({exc})") from None
