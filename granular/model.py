@@ -124,9 +124,20 @@ class WrenchSpaceModel:
         pts = self.points(thetas)
         return [wrenchspace.hull_halfspaces(p, self.scale) for p in pts]
 
-    def fixed_normals(self, K: int = 32):
-        """The constant A (K, 3) of the fixed-normal representation."""
-        return wrenchspace.fixed_normals(K, self.scale)
+    def fixed_normals(self, K: int = 32, kind: str = "fitted"):
+        """The constant A (K, 3) of the fixed-normal representation.
+
+        kind 'fitted' clusters the facet normals of the hulls at the training
+        configurations (tighter); 'sphere' spreads K normals evenly.
+        """
+        if kind == "sphere":
+            return wrenchspace.fixed_normals(K, self.scale)
+        if kind != "fitted":
+            raise GranularError(f"unknown fixed-normal kind {kind!r}; choose 'fitted' or 'sphere'")
+        if K < 8:
+            raise GranularError(f"need at least 8 fixed normals, got {K}")
+        configs = symmetrize(self.dataset).configs
+        return wrenchspace.fitted_normals(self.points(configs[configs[:, 0] < 0]), self.scale, K)
 
     def offsets(self, A, thetas):
         """b(θ) (k, K) of the fixed-normal representation: W(θ) ⊆ {w : A w ≤ b}."""

@@ -48,7 +48,7 @@ class GP:
 
     name = "gp"
 
-    def __init__(self, thetas=None, restarts: int = 1):
+    def __init__(self, thetas=None, restarts: int = 0):
         self.thetas = None if thetas is None else np.asarray(thetas, dtype=float)
         self.restarts = restarts
 

@@ -45,7 +45,7 @@ def synthesize(source: str, name: str, depths=None, tilts=None, m: int = 26,
     directions = sphere_directions(m)
     scale = np.asarray(preset.velocity_scale, dtype=float)
     wrenches = np.zeros((len(configs), m, 3))
-    for j, (d, phi) in enumerate(tqdm(configs, desc=f"synth {source}:{name}", disable=not progress)):
+    for j, (d, phi) in enumerate(tqdm(configs, desc=f"synth {source}:{name}", disable=None if progress else True)):
         if d >= 0:
             continue
         sign = MIRROR if phi < 0 else np.ones(3)

@@ -73,6 +73,37 @@ def fixed_normals(K: int, scale) -> np.ndarray:
     return A / np.linalg.norm(A, axis=1, keepdims=True)
 
 
+def fitted_normals(point_sets, scale, K: int, iterations: int = 50) -> np.ndarray:
+    """K facet normals fitted to the hulls of many point sets (e.g. a model's training configurations).
+
+    Spherical k-means of the hulls' facet normals (in the scaled space,
+    weighted by facet area), started from the Fibonacci sphere; six of the K
+    stay on the ±axes so that {A w ≤ b} is always bounded. Deterministic.
+    """
+    normals, weights = [], []
+    for p in point_sets:
+        pts = np.vstack([np.asarray(p) / scale, np.zeros(3)])
+        try:
+            hull = ConvexHull(pts)
+        except QhullError:
+            continue
+        tri = pts[hull.simplices]
+        normals.append(hull.equations[:, :3])
+        weights.append(np.linalg.norm(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]), axis=1) / hull.area)
+    axes = np.vstack([np.eye(3), -np.eye(3)])
+    centres = fixed_normals(K - 6, np.ones(3))
+    if normals:
+        N, w = np.vstack(normals), np.concatenate(weights)
+        for _ in range(iterations):
+            label = np.argmax(N @ np.vstack([centres, axes]).T, axis=1)
+            for k in range(len(centres)):
+                c = (w[label == k, None] * N[label == k]).sum(axis=0)
+                if np.linalg.norm(c) > 0:
+                    centres[k] = c / np.linalg.norm(c)
+    A = np.vstack([centres, axes]) / np.asarray(scale)
+    return A / np.linalg.norm(A, axis=1, keepdims=True)
+
+
 def support_offsets(A, points):
     """b = max(0, max_i A w_i): the support function of conv(points ∪ 0) along each row of A.
 
@@ -115,12 +146,12 @@ def distance_to_hull(query, points):
     return np.array([nnls(M, np.r_[q, rho])[1] for q in np.atleast_2d(query)])
 
 
-def outer_error(points, scale, K: int) -> float:
-    """Largest distance from the K-normal outer polytope to the exact hull, relative to the largest wrench.
+def outer_error(points, scale, A) -> float:
+    """Largest distance from the outer polytope {A w ≤ support} to the exact hull, relative to the largest wrench.
 
     Measured in the scaled space (w / s), where force and torque are comparable.
     """
     pts = np.vstack([np.asarray(points) / scale, np.zeros(3)])
-    A = fixed_normals(K, np.ones(3))
+    A = A * np.asarray(scale)
     extra = vertices(A, support_offsets(A, pts))
     return float(distance_to_hull(extra, pts).max() / np.linalg.norm(pts, axis=1).max())

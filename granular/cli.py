@@ -1,0 +1,280 @@
+"""The ``granular`` command line: synth, train, inspect, bench.
+
+Every subcommand reports bad input as one ``granular: error: …`` line (exit
+status 2), never a traceback. With ``--json`` the result is one JSON object on
+stdout and human messages go to stderr.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from .errors import GranularError, GranularWarning
+
+
+def _floats(text: str):
+    try:
+        return [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+
+
+def _say(*args):
+    print(*args, file=sys.stderr)
+
+
+def _emit(obj, as_json: bool, human):
+    if as_json:
+        print(json.dumps(obj, indent=None))
+    else:
+        human(obj)
+
+
+def cmd_synth(args):
+    from . import dataset as wd
+    from .foot import Foot
+    from .synth import synthesize
+
+    name = args.medium if args.source == "rft" else args.soil
+    if name is None:
+        raise GranularError("--source rft needs --medium; --source terramechanics needs --soil")
+    foot = Foot(args.foot_radius, args.foot_length, args.foot_r_offset)
+    ds = synthesize(args.source, name, args.depths, args.tilts, args.directions, foot, progress=True)
+    wd.write(ds, args.out)
+    _say(f"wrote {args.out}: {ds.n} configurations × {ds.m} directions ({args.source}, {name})")
+
+
+def _fixed_table(fixed):
+    for K, kinds in fixed.items():
+        row = "  ".join(f"{kind} max {v['max_rel_distance']:.3f} mean {v['mean_rel_distance']:.3f}"
+                        for kind, v in kinds.items())
+        _say(f"  K = {K:>3}: {row}")
+
+
+def cmd_train(args):
+    from . import dataset as wd
+    from . import model as wm
+    from . import plots, training
+    from .regressors import REGRESSORS
+
+    source = Path(args.source)
+    if source.suffix == ".toml":
+        job = training.load_job(source)
+    else:
+        if args.out is None:
+            raise GranularError("granular train DATASET needs --out MODEL.h5 (or pass a training job .toml)")
+        job = training.Job(dataset=source, out=Path(args.out))
+    job.regressor = args.regressor or job.regressor
+    job.cv = job.cv if args.cv is None else args.cv
+    job.out = Path(args.out) if args.out else job.out
+    job.figures = Path(args.figures) if args.figures else job.figures
+
+    ds = wd.read(job.dataset)
+    _say(f"training {job.regressor} on {job.dataset} ({ds.medium}, {ds.source}: {ds.n} × {ds.m})")
+    result = {"model": str(job.out), "dataset": str(job.dataset), "regressor": job.regressor, "medium": ds.medium}
+    if job.cv:
+        result["cv"] = training.cross_validate(ds, tuple(REGRESSORS), job.cv, progress=True)
+    model = wm.fit(ds, job.regressor)
+    result["concavity"] = {k: v for k, v in training.concavity_table(ds).items() if k != "per_config"}
+    result["fixed_normals"] = training.fixed_normal_errors(model, tuple(job.fixed_normals))
+    model.info = {k: result[k] for k in ("cv", "concavity", "fixed_normals") if k in result}
+    wm.save(model, job.out)
+    if job.figures:
+        thetas = job.plot_thetas or _default_thetas(model)
+        result["figures"] = [
+            str(plots.wrench_spaces(model.points(thetas), [_label(t) for t in thetas],
+                                    job.figures / "wrench_space.png", f"{ds.medium}: predicted W(θ)")),
+            str(plots.training_report(result.get("cv", {}), result["fixed_normals"],
+                                      training.concavity_table(ds), job.figures / "training_report.png",
+                                      f"{ds.medium} ({job.regressor})")),
+        ]
+
+    def human(r):
+        if "cv" in r:
+            _say(f"{job.cv}-fold cross-validation (relative RMS error of held-out extreme wrenches):")
+            _say(f"  {'regressor':<10}{'all':>8}{'f_x':>8}{'f_z':>8}{'τ':>8}")
+            for name, v in r["cv"].items():
+                _say(f"  {name:<10}{v['rel_rmse']:>8.4f}{v['rel_rmse_fx']:>8.4f}"
+                     f"{v['rel_rmse_fz']:>8.4f}{v['rel_rmse_tau']:>8.4f}")
+        _say(f"concavity (Table II): average {r['concavity']['average']:.4f}, worst {r['concavity']['worst']:.4f}")
+        _say("fixed-normal outer approximation, distance outside the exact hull / largest wrench:")
+        _fixed_table(r["fixed_normals"])
+        _say(f"wrote {r['model']}")
+        for fig in r.get("figures", []):
+            _say(f"wrote {fig}")
+
+    _emit(result, args.json, human)
+
+
+def _label(theta):
+    return f"d={theta[0]:+.3f} m, φ={theta[1]:+.2f} rad"
+
+
+def _default_thetas(model):
+    d, phi = 0.6 * model.d_min, 0.0
+    return [[d, phi], [d, min(0.6, model.phi_max)], [model.d_min, phi]]
+
+
+def cmd_inspect(args):
+    import h5py
+
+    from . import dataset as wd
+    from . import model as wm
+
+    path = Path(args.path)
+    fmt = None
+    if path.is_file():
+        try:
+            with h5py.File(path, "r") as f:
+                fmt = f.attrs.get("format")
+                fmt = fmt.decode() if isinstance(fmt, bytes) else fmt
+        except OSError:
+            pass
+    if fmt == wm.FORMAT:
+        return _inspect_model(args, wm.load(path))
+    return _inspect_dataset(args, wd.read(path))
+
+
+def _dataset_summary(ds):
+    from .training import concavity_table
+
+    w = np.where(ds.valid[..., None], ds.wrenches, 0.0)
+    return {"kind": "dataset", "medium": ds.medium, "source": ds.source, "n_configs": ds.n, "m_directions": ds.m,
+            "depths_m": sorted(set(ds.configs[:, 0].tolist())), "tilts_rad": sorted(set(ds.configs[:, 1].tolist())),
+            "valid_samples": int(ds.valid.sum()), "max_abs_wrench": np.abs(w).max(axis=(0, 1)).tolist(),
+            "velocity_scale": ds.velocity_scale.tolist(), "foot": ds.foot.attrs(), "created": ds.created,
+            "creator": ds.creator,
+            "concavity": {k: v for k, v in concavity_table(ds).items() if k != "per_config"}}
+
+
+def _print_summary(s):
+    for key, value in s.items():
+        _say(f"  {key:<16}{value}")
+
+
+def _inspect_dataset(args, ds):
+    from . import plots
+
+    summary = _dataset_summary(ds)
+    if args.theta is not None:
+        raise GranularError("--theta needs a model file; this is a dataset (train it first)")
+    if args.plot:
+        below = np.flatnonzero(ds.configs[:, 0] < 0)
+        deep = below[np.argmin(ds.configs[below, 0])]
+        tilted = below[np.argmax(np.abs(ds.configs[below, 1]) - 1e-3 * ds.configs[below, 0])]
+        rows = list(dict.fromkeys([deep, tilted, below[0]]))
+        plots.wrench_spaces([ds.wrenches[j][ds.valid[j]] for j in rows], [_label(ds.configs[j]) for j in rows],
+                            args.plot, f"{ds.medium} ({ds.source}): measured extreme wrenches")
+        summary["plot"] = str(args.plot)
+    _emit(summary, args.json, _print_summary)
+
+
+def _inspect_model(args, model):
+    from . import plots
+
+    if args.theta is None:
+        summary = {"kind": "model", "regressor": model.regressor, "medium": model.dataset.medium,
+                   "source": model.dataset.source, "d_range_m": [model.d_min, 0.0],
+                   "phi_range_rad": [-model.phi_max, model.phi_max], "m_directions": model.m, **model.info}
+        if args.plot:
+            thetas = _default_thetas(model)
+            plots.wrench_spaces(model.points(thetas), [_label(t) for t in thetas], args.plot,
+                                f"{model.dataset.medium}: predicted W(θ)")
+            summary["plot"] = str(args.plot)
+        return _emit(summary, args.json, _print_summary)
+    theta = np.array(args.theta, dtype=float)
+    (A, b), = model.halfspaces(theta[None])
+    points = model.points(theta[None])[0]
+    out = {"theta": theta.tolist(), "A": A.tolist(), "b": b.tolist(), "points": points.tolist()}
+    if args.fixed:
+        Af = model.fixed_normals(args.fixed)
+        out["fixed"] = {"K": args.fixed, "A": Af.tolist(), "b": model.offsets(Af, theta[None])[0].tolist()}
+    if args.plot:
+        d, phi = model.clamp(theta[None])[0]
+        thetas = [theta, [d, float(np.clip(phi + 0.3, -model.phi_max, model.phi_max))],
+                  [max(model.d_min, d - 0.3 * abs(model.d_min)), phi]]
+        plots.wrench_spaces(model.points(thetas), [_label(theta), "tilted: " + _label(thetas[1]),
+                                                   "deeper: " + _label(thetas[2])], args.plot,
+                            f"{model.dataset.medium}: W(θ) at {_label(theta)}")
+        out["plot"] = str(args.plot)
+
+    def human(o):
+        _say(f"W(θ) at {_label(theta)}: {len(b)} facets, A w ≤ b (rows: n_x, n_z, n_τ | b)")
+        for row, off in zip(A, b):
+            _say(f"  [{row[0]:+.4f} {row[1]:+.4f} {row[2]:+.4f}] · w ≤ {off:.4f}")
+        _say(f"extreme wrenches (f_x, f_z, τ): max |.| = {np.abs(points).max(axis=0).round(3).tolist()}")
+        if "plot" in o:
+            _say(f"wrote {o['plot']}")
+
+    _emit(out, args.json, human)
+
+
+def cmd_bench(args):
+    from . import bench
+
+    results = bench.run(quick=args.quick)
+    _emit(results, args.json, bench.print_table)
+
+
+def build_parser():
+    p = argparse.ArgumentParser(prog="granular", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("synth", help="generate a synthetic wrench dataset (RFT or terramechanics)")
+    s.add_argument("--source", choices=["rft", "terramechanics"], default="rft")
+    s.add_argument("--medium", help="RFT medium preset: sand, pebbles")
+    s.add_argument("--soil", help="terramechanics soil (Ding et al. Table 6), e.g. dry-sand, lete-sand")
+    s.add_argument("--out", required=True, help="output dataset (.h5)")
+    s.add_argument("--depths", type=_floats, help="comma-separated depths d ≤ 0 (m); default: Table I")
+    s.add_argument("--tilts", type=_floats, help="comma-separated tilts φ (rad); default: Table I")
+    s.add_argument("--directions", type=int, default=26, help="m velocity directions, 2 + 8k (26, 58, …)")
+    s.add_argument("--foot-radius", type=float, default=0.05)
+    s.add_argument("--foot-length", type=float, default=0.30)
+    s.add_argument("--foot-r-offset", type=float, default=0.25, help="p_r's distance above p_center (m)")
+    s.set_defaults(func=cmd_synth)
+
+    t = sub.add_parser("train", help="train a wrench-space model from a dataset or a training job (.toml)")
+    t.add_argument("source", help="dataset .h5, or a training job .toml")
+    t.add_argument("--out", help="model file to write (.h5)")
+    t.add_argument("--regressor", choices=["rbf", "gp", "svr"])
+    t.add_argument("--cv", type=int, help="K-fold cross-validation of all regressors")
+    t.add_argument("--figures", help="directory for the figures")
+    t.add_argument("--json", action="store_true", help="print one JSON object")
+    t.set_defaults(func=cmd_train)
+
+    i = sub.add_parser("inspect", help="summarise a dataset or a model; W(θ) of a model at --theta")
+    i.add_argument("path")
+    i.add_argument("--theta", nargs=2, type=float, metavar=("D", "PHI"))
+    i.add_argument("--fixed", type=int, metavar="K", help="also give the K-fixed-normal polytope")
+    i.add_argument("--plot", help="write a figure (.png)")
+    i.add_argument("--json", action="store_true")
+    i.set_defaults(func=cmd_inspect)
+
+    b = sub.add_parser("bench", help="time the real code paths")
+    b.add_argument("--json", action="store_true")
+    b.add_argument("--quick", action="store_true", help="fewer repetitions")
+    b.set_defaults(func=cmd_bench)
+    return p
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    warnings.simplefilter("default", GranularWarning)
+    try:
+        args.func(args)
+    except GranularError as exc:
+        print(f"granular: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("granular: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

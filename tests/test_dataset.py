@@ -1,0 +1,90 @@
+import h5py
+import numpy as np
+import pytest
+
+from granular import dataset as wd
+from granular.errors import GranularError
+
+
+def test_round_trip(sand, tmp_path):
+    path = wd.write(sand, tmp_path / "s.h5")
+    back = wd.read(path)
+    for name in ("configs", "directions", "velocity_scale", "wrenches", "valid"):
+        np.testing.assert_array_equal(getattr(back, name), getattr(sand, name))
+    assert (back.medium, back.source, back.foot) == (sand.medium, sand.source, sand.foot)
+    assert back.provenance["zeta"] == sand.provenance["zeta"]
+    assert not list(tmp_path.glob("*.tmp")), "temporary file left behind"
+
+
+def corrupt(path, how):
+    with h5py.File(path, "a") as f:
+        how(f)
+
+
+def nan_at(f):
+    w = f["wrenches"][()]
+    w[3, 2, 1] = np.nan
+    f["wrenches"][...] = w
+
+
+def masked_nan(f):
+    nan_at(f)
+    v = f["valid"][()]
+    v[3, 2] = False
+    f["valid"][...] = v
+
+
+CASES = {
+    "missing array": (lambda f: f.__delitem__("wrenches"), "missing array 'wrenches'"),
+    "wrong shape": (lambda f: (f.__delitem__("configs"), f.create_dataset("configs", data=np.zeros((20, 3)))),
+                    "'configs' has shape \\(20, 3\\)"),
+    "nan": (nan_at, "NaN or inf at config 3"),
+    "unknown version": (lambda f: f.attrs.__setitem__("version", 99), "unknown granular-wrench-dataset version 99"),
+    "bad format": (lambda f: f.attrs.__setitem__("format", "something-else"), "format is 'something-else'"),
+    "bad units": (lambda f: f.attrs.__setitem__("units_wrenches", "kgf, kgf, N*mm"), "units_wrenches"),
+    "inf scale": (lambda f: f["velocity_scale"].__setitem__(0, np.inf), "velocity_scale holds NaN or inf"),
+    "non-unit directions": (lambda f: f["directions"].__setitem__(0, [0, 2.0, 0]), "unit vectors"),
+    "above surface": (lambda f: f["configs"].__setitem__(0, [0.05, 0.0]), "depth d must be ≤ 0"),
+    "bad source": (lambda f: f.attrs.__setitem__("source", "guess"), "source is 'guess'"),
+    "missing foot": (lambda f: f.attrs.__delitem__("foot_radius"), "foot"),
+    "bad valid dtype": (lambda f: (f.__delitem__("valid"), f.create_dataset("valid", data=np.ones((20, 26)))),
+                        "'valid' should be boolean"),
+    "group for array": (lambda f: (f.__delitem__("directions"), f.create_group("directions")), "found a group"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_rejects_malformed_file(sand, tmp_path, case):
+    how, message = CASES[case]
+    path = wd.write(sand, tmp_path / "bad.h5")
+    corrupt(path, how)
+    with pytest.raises(GranularError, match=message) as info:
+        wd.read(path)
+    assert str(path) in str(info.value)
+
+
+def test_masked_nan_is_accepted(sand, tmp_path):
+    path = wd.write(sand, tmp_path / "masked.h5")
+    corrupt(path, masked_nan)
+    ds = wd.read(path)
+    assert not ds.valid[3, 2] and ds.valid.sum() == ds.valid.size - 1
+
+
+def test_not_hdf5_and_missing(tmp_path):
+    junk = tmp_path / "junk.h5"
+    junk.write_text("hello")
+    with pytest.raises(GranularError, match="not a readable HDF5 file"):
+        wd.read(junk)
+    with pytest.raises(GranularError, match="no such file"):
+        wd.read(tmp_path / "absent.h5")
+
+
+def test_failed_write_keeps_previous_file(sand, tmp_path):
+    path = wd.write(sand, tmp_path / "keep.h5")
+    before = path.read_bytes()
+    bad = wd.WrenchDataset(configs=sand.configs, directions=sand.directions, velocity_scale=sand.velocity_scale,
+                           wrenches=sand.wrenches[:, :, :2], medium="sand", source="rft")
+    with pytest.raises(GranularError, match="wrenches must have shape"):
+        wd.write(bad, path)
+    assert path.read_bytes() == before
+    assert not list(tmp_path.glob("*.tmp"))
