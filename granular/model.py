@@ -24,6 +24,7 @@ from .frames import MIRROR
 from .h5io import atomic_h5, attr, read_h5
 from .sampling import mirror_permutation
 
+_FLIP_PHI = np.array([1.0, -1.0])
 FORMAT = "granular-wrench-model"
 VERSION = 1
 
@@ -63,6 +64,8 @@ class WrenchSpaceModel:
             raise GranularError(f"dataset {ds.medium!r} has no configuration below the surface (d < 0)")
         self.x_scale = np.array([-self.d_min, self.phi_max if self.phi_max > 0 else 1.0])
         self.active = np.array([True, self.phi_max > 0])
+        self._lo = np.array([self.d_min, -self.phi_max])
+        self._hi = np.array([0.0, self.phi_max])
         f = np.nanmax(np.abs(np.where(train.valid[..., None], train.wrenches, 0.0)[..., :2]))
         t = np.nanmax(np.abs(np.where(train.valid, train.wrenches[..., 2], 0.0)))
         f = f if f > 0 else 1.0
@@ -92,31 +95,29 @@ class WrenchSpaceModel:
         return len(self.dataset.directions)
 
     def clamp(self, thetas):
-        """θ clamped to [−π/2, π/2] in φ and to the data's range; warns once if the data range clips it."""
-        thetas = np.atleast_2d(np.asarray(thetas, dtype=float))
-        d = np.clip(thetas[:, 0], self.d_min, 0.0)
-        phi = np.clip(thetas[:, 1], -np.pi / 2, np.pi / 2)
-        clipped = np.clip(phi, -self.phi_max, self.phi_max)
-        if np.any(thetas[:, 0] < self.d_min) or np.any(clipped != phi):
+        """θ clamped to the data's range (within [−π/2, π/2] in φ); warns once if that changes it."""
+        thetas = np.asarray(thetas, dtype=float).reshape(-1, 2)
+        out = np.clip(thetas, self._lo, self._hi)
+        if (out != thetas).any():
             warnings.warn(f"configuration outside the {self.dataset.medium!r} data (d ≥ {self.d_min:g} m, "
                           f"|φ| ≤ {self.phi_max:g} rad): clamped to its edge", GranularWarning, stacklevel=3)
-        return np.column_stack([d, clipped])
+        return out
 
     def points(self, thetas):
         """Predicted extreme wrenches (k, m, 3) in F_r for configurations (k, 2); zero where d ≥ 0."""
-        thetas = np.atleast_2d(np.asarray(thetas, dtype=float))
-        k = len(thetas)
+        thetas = np.asarray(thetas, dtype=float).reshape(-1, 2)
         contact = thetas[:, 0] < 0
-        out = np.zeros((k, self.m, 3))
-        if not contact.any():
-            return out
+        out = np.zeros((len(thetas), self.m, 3))
         th = self.clamp(thetas[contact])
-        X = self._x(np.vstack([th, th * [1.0, -1.0]]))
-        both = np.zeros((2 * len(th), self.m, 3))
-        for cols, reg in self._groups:
-            both[:, cols] = reg.predict(X).reshape(len(X), len(cols), 3)
         kc = len(th)
-        out[contact] = 0.5 * (both[:kc] + both[kc:][:, self.perm] * MIRROR)
+        if kc == 0:
+            return out
+        X = np.concatenate([th, th * _FLIP_PHI]) / self.x_scale
+        X = X[:, self.active] if not self.active.all() else X
+        both = np.empty((2 * kc, self.m, 3))
+        for cols, reg in self._groups:
+            both[:, cols] = reg.predict(X).reshape(2 * kc, len(cols), 3)
+        out[contact] = 0.5 * (both[:kc] + both[kc:, self.perm] * MIRROR)
         return out
 
     def halfspaces(self, thetas):

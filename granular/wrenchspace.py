@@ -19,39 +19,36 @@ from scipy.optimize import linprog, nnls
 from scipy.spatial import ConvexHull, HalfspaceIntersection, QhullError
 
 ZERO_A = np.vstack([np.eye(3), -np.eye(3)])
+_ORIGIN = np.zeros((1, 3))
 #: Relative size of the padding that makes a flat point set a thin, bounded solid.
 PAD = 1e-6
-
-
-def _unit_rows(A, b):
-    norms = np.linalg.norm(A, axis=1)
-    return A / norms[:, None], b / norms
 
 
 def hull_halfspaces(points, scale, include_origin: bool = True):
     """Minimal (A, b) with conv(points [∪ 0]) = {w : A w ≤ b}; rows of A are unit vectors.
 
-    At zero size the result is W = {0}. A flat or degenerate point set is
-    padded by a tiny octahedron (PAD in scaled units) so the polytope stays
-    bounded and contains the origin (b ≥ 0 whenever the origin is included).
+    At zero size the result is W = {0}. A flat or degenerate point set (qhull
+    finds no full-dimensional hull) is padded by a tiny octahedron (PAD in
+    scaled units) so the polytope stays bounded and contains the origin
+    (b ≥ 0 whenever the origin is included).
     """
     pts = np.asarray(points, dtype=float) / scale
     if include_origin:
-        pts = np.vstack([pts, np.zeros(3)])
-    if not np.any(np.abs(pts) > PAD):
+        pts = np.concatenate([pts, _ORIGIN])
+    if np.abs(pts).max() <= PAD:
         return ZERO_A.copy(), np.zeros(6)
-    centred = pts - pts.mean(axis=0)
-    sv = np.linalg.svd(centred, compute_uv=False)
-    if sv[-1] <= 1e-6 * sv[0]:
-        pts = np.vstack([pts, pts.mean(axis=0) + PAD * np.vstack([np.eye(3), -np.eye(3)])])
     try:
         eq = ConvexHull(pts).equations
     except QhullError:
-        eq = ConvexHull(pts, qhull_options="QJ").equations
+        pad = pts.mean(axis=0) + PAD * ZERO_A
+        eq = ConvexHull(np.concatenate([pts, pad]), qhull_options="QJ").equations
     eq = _merge_coplanar(eq)
-    A, b = _unit_rows(eq[:, :3] / scale, -eq[:, 3])
+    A = eq[:, :3] / scale
+    norms = np.sqrt(np.einsum("ij,ij->i", A, A))
+    A /= norms[:, None]
+    b = -eq[:, 3] / norms
     if include_origin:
-        b = np.maximum(b, 0.0)
+        np.maximum(b, 0.0, out=b)
     return A, b
 
 
@@ -109,7 +106,7 @@ def support_offsets(A, points):
 
     ``points`` is (m, 3) or batched (k, m, 3); the result is (K,) or (k, K).
     """
-    return np.maximum(np.einsum("kd,...md->...mk", A, points).max(axis=-2), 0.0)
+    return np.maximum((np.asarray(points) @ A.T).max(axis=-2), 0.0)
 
 
 def concavity(points, min_norm: float = 1.0) -> float:

@@ -1,0 +1,73 @@
+"""CLI smoke tests through the real entry point (the installed ``granular`` script)."""
+import json
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+
+def granular(*args, ok=True):
+    exe = shutil.which("granular")
+    cmd = [exe] if exe else [sys.executable, "-m", "granular"]
+    proc = subprocess.run(cmd + [str(a) for a in args], capture_output=True, text=True, timeout=600)
+    if ok:
+        assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("cli")
+    granular("synth", "--source", "rft", "--medium", "pebbles", "--out", tmp / "p.h5")
+    out = granular("train", tmp / "p.h5", "--out", tmp / "p_model.h5", "--cv", 3, "--json",
+                   "--figures", tmp / "fig")
+    return tmp, json.loads(out.stdout)
+
+
+def test_train_json_has_cv_for_every_regressor(trained):
+    tmp, result = trained
+    assert set(result["cv"]) == {"rbf", "gp", "svr"}
+    assert all(0 < v["rel_rmse"] < 1 for v in result["cv"].values())
+    assert (tmp / "p_model.h5").is_file()
+    for fig in result["figures"]:
+        assert (tmp / "fig").exists() and open(fig, "rb").read(8).startswith(b"\x89PNG")
+
+
+def test_inspect_model_at_theta(trained):
+    tmp, _ = trained
+    out = json.loads(granular("inspect", tmp / "p_model.h5", "--theta", -0.03, 0.2, "--json",
+                              "--plot", tmp / "w.png").stdout)
+    A, b, pts = np.array(out["A"]), np.array(out["b"]), np.array(out["points"])
+    assert A.shape[1] == 3 and len(b) == len(A) and pts.shape == (26, 3)
+    assert np.all(pts @ A.T <= b + 1e-6 * np.abs(b).max())
+    assert (tmp / "w.png").stat().st_size > 10_000
+
+
+def test_inspect_dataset(trained):
+    tmp, _ = trained
+    out = json.loads(granular("inspect", tmp / "p.h5", "--json").stdout)
+    assert out["kind"] == "dataset" and out["n_configs"] == 16 and out["m_directions"] == 26
+
+
+def test_synth_terramechanics_and_58_directions(tmp_path):
+    granular("synth", "--source", "terramechanics", "--soil", "lete-sand", "--directions", 58,
+             "--depths", "0,-0.02,-0.04", "--tilts", "0,0.5", "--out", tmp_path / "t.h5")
+    out = json.loads(granular("inspect", tmp_path / "t.h5", "--json").stdout)
+    assert out["source"] == "terramechanics" and out["m_directions"] == 58 and out["n_configs"] == 6
+
+
+@pytest.mark.parametrize("args,message", [
+    (["synth", "--medium", "mud", "--out", "x.h5"], "unknown medium 'mud'"),
+    (["synth", "--source", "terramechanics", "--out", "x.h5"], "needs --soil"),
+    (["synth", "--medium", "sand", "--directions", "30", "--out", "x.h5"], "2 + 8k"),
+    (["inspect", "missing.h5"], "no such file"),
+    (["train", "missing.h5", "--out", "m.h5"], "no such file"),
+    (["train", "data/sand.h5"], "needs --out"),
+])
+def test_bad_input_is_one_clear_line(args, message, tmp_path):
+    proc = granular(*args, ok=False)
+    assert proc.returncode == 2
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -1,0 +1,168 @@
+import warnings
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from granular import model as wm
+from granular import wrenchspace as ws
+from granular.errors import GranularError, GranularWarning
+from granular.frames import MIRROR
+
+
+def inside(A, b, pts, tol=1e-7):
+    return np.all(pts @ A.T <= b + tol * max(1.0, np.abs(b).max()))
+
+
+def test_rbf_reproduces_training_points(sand, sand_model):
+    np.testing.assert_allclose(sand_model.points(sand.configs), sand.wrenches, atol=1e-8)
+
+
+@pytest.mark.parametrize("regressor", ["rbf", "gp", "svr"])
+def test_model_is_exactly_mirror_symmetric(sand, regressor, rng):
+    model = sand_model_for(sand, regressor)
+    thetas = np.column_stack([rng.uniform(-0.07, -0.001, 10), rng.uniform(-0.9, 0.9, 10)])
+    w = model.points(thetas)
+    wm_ = model.points(thetas * [1, -1])
+    np.testing.assert_allclose(wm_[:, model.perm] * MIRROR, w, atol=1e-9 * np.abs(w).max())
+
+
+_models = {}
+
+
+def sand_model_for(sand, regressor):
+    if regressor not in _models:
+        _models[regressor] = wm.fit(sand, regressor)
+    return _models[regressor]
+
+
+def test_hull_contains_points_and_origin(sand_model, rng):
+    thetas = np.column_stack([rng.uniform(-0.07, -0.001, 20), rng.uniform(-0.9, 0.9, 20)])
+    for (A, b), pts in zip(sand_model.halfspaces(thetas), sand_model.points(thetas)):
+        assert inside(A, b, pts)
+        assert np.all(b >= 0)
+        np.testing.assert_allclose(np.linalg.norm(A, axis=1), 1.0)
+        # minimal: every facet supports the hull (touched by a point or the origin)
+        touch = np.vstack([pts, np.zeros(3)]) @ A.T - b
+        assert np.all(touch.max(axis=0) > -1e-6 * np.abs(pts).max())
+        assert len(np.unique(A.round(9), axis=0)) == len(A)
+
+
+def test_hull_is_minimal_for_a_cube():
+    cube = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float)
+    A, b = ws.hull_halfspaces(cube, np.ones(3))
+    assert len(A) == 6  # 12 triangles merged into 6 faces
+    np.testing.assert_allclose(b, 1.0)
+
+
+def test_at_or_above_surface_W_is_zero(sand_model):
+    for d in (0.0, 0.05):
+        (A, b), = sand_model.halfspaces([[d, 0.3]])
+        assert np.all(b == 0)
+        # {A w ≤ 0} = {0}: the axes are all blocked both ways
+        assert not inside(A, b, np.eye(3) * 1e-3, tol=0)
+
+
+@pytest.mark.parametrize("points", [
+    np.zeros((26, 3)),                                                   # nothing
+    np.column_stack([np.linspace(-1, 1, 26), np.zeros(26), np.zeros(26)]),  # a segment
+    np.column_stack([np.cos(np.arange(26)), np.sin(np.arange(26)) + 2, np.zeros(26)]),  # flat, off the origin
+    np.column_stack([np.cos(np.arange(26)), np.sin(np.arange(26)), 1e-13 * np.arange(26)]),  # nearly flat
+])
+def test_degenerate_points_give_a_bounded_polytope_with_the_origin(points):
+    A, b = ws.hull_halfspaces(points, np.ones(3))
+    assert np.all(b >= 0)
+    assert inside(A, b, np.vstack([points, np.zeros(3)]))
+    # bounded: no direction u with A u ≤ 0
+    probe = np.random.default_rng(0).normal(size=(2000, 3))
+    assert np.all((probe @ A.T).max(axis=1) > 0)
+
+
+def test_concavity_zero_for_convex_and_positive_for_a_dent():
+    rng = np.random.default_rng(3)
+    pts = rng.normal(size=(40, 3))
+    pts = 50 * pts / np.linalg.norm(pts, axis=1, keepdims=True)  # on a sphere: convex position
+    assert ws.concavity(pts) == pytest.approx(0.0, abs=1e-9)
+    dented = pts.copy()
+    dented[0] *= 0.5
+    # the dent sits well inside the hull of the other points (between 0 and its 50 % drop)
+    assert 0.2 < ws.concavity(dented) <= 1.0  # at most (50 − 25) / 25
+    assert ws.concavity(pts * 1e-3) == 0.0  # all below the magnitude floor
+
+
+@pytest.mark.parametrize("kind", ["fitted", "sphere"])
+@pytest.mark.parametrize("K", [16, 32, 64])
+def test_fixed_normal_polytope_contains_exact_hull(sand_model, rng, kind, K):
+    A = sand_model.fixed_normals(K, kind)
+    assert A.shape == (K, 3)
+    thetas = np.column_stack([rng.uniform(-0.07, -0.001, 10), rng.uniform(-0.9, 0.9, 10)])
+    B = sand_model.offsets(A, thetas)
+    for b, pts in zip(B, sand_model.points(thetas)):
+        assert inside(A, b, pts)
+        assert inside(A, b, np.zeros((1, 3)))
+    assert ws.outer_error(sand_model.points(thetas[:1])[0], sand_model.scale, A) < 0.5
+
+
+def test_fixed_normals_tighten_with_K(sand_model):
+    pts = sand_model.points([[-0.05, 0.3]])[0]
+    errs = [ws.outer_error(pts, sand_model.scale, sand_model.fixed_normals(K)) for K in (16, 64)]
+    assert errs[1] < errs[0]
+
+
+@pytest.mark.parametrize("regressor", ["rbf", "gp", "svr"])
+def test_model_file_round_trip(sand, tmp_path, regressor):
+    model = sand_model_for(sand, regressor)
+    model.info = {"note": "x"}
+    wm.save(model, tmp_path / "m.h5")
+    back = wm.load(tmp_path / "m.h5")
+    thetas = [[-0.02, 0.1], [-0.06, -0.7]]
+    np.testing.assert_allclose(back.points(thetas), model.points(thetas), rtol=1e-9, atol=1e-9)
+    assert back.info == {"note": "x"} and back.regressor == regressor
+
+
+def test_model_file_rejections(sand_model, tmp_path):
+    import h5py
+
+    wm.save(sand_model, tmp_path / "m.h5")
+    with h5py.File(tmp_path / "m.h5", "a") as f:
+        f.attrs["regressor"] = "pickle"
+    with pytest.raises(GranularError, match="unknown regressor 'pickle'"):
+        wm.load(tmp_path / "m.h5")
+    with pytest.raises(GranularError, match="format is 'granular-wrench-dataset'"):
+        from granular import dataset as wd
+        wm.load(wd.write(sand_model.dataset, tmp_path / "d.h5"))
+
+
+def test_clamping_warns_and_uses_the_edge(sand_model):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        deep = sand_model.points([[-0.5, 0.0], [-0.07, 0.0]])
+        tilted = sand_model.points([[-0.05, 1.4], [-0.05, 0.9]])
+    assert any(issubclass(w.category, GranularWarning) for w in caught)
+    np.testing.assert_allclose(deep[0], deep[1])
+    np.testing.assert_allclose(tilted[0], tilted[1])
+
+
+def test_training_respects_the_valid_mask(sand):
+    valid = sand.valid.copy()
+    wrenches = sand.wrenches.copy()
+    valid[7, 4] = False
+    wrenches[7, 4] = [1e6, np.nan, -1e6]  # garbage where masked
+    model = wm.fit(replace(sand, valid=valid, wrenches=wrenches))
+    pred = model.points(sand.configs[7:8])[0]
+    assert np.all(np.isfinite(pred))
+    assert np.abs(pred[4] - sand.wrenches[7, 4]).max() < 0.2 * np.abs(sand.wrenches[7]).max()
+    np.testing.assert_allclose(pred[5], sand.wrenches[7, 5], atol=1e-6)
+
+
+def test_dataset_without_depth_is_rejected(sand):
+    surface = sand.subset(sand.configs[:, 0] == 0)
+    with pytest.raises(GranularError, match="no configuration below the surface"):
+        wm.fit(surface)
+
+
+def test_batched_prediction_matches_single(sand_model, rng):
+    thetas = np.column_stack([rng.uniform(-0.07, 0.01, 6), rng.uniform(-0.9, 0.9, 6)])
+    batch = sand_model.points(thetas)
+    for t, p in zip(thetas, batch):
+        np.testing.assert_allclose(sand_model.points([t])[0], p, atol=1e-10)

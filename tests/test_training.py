@@ -1,0 +1,58 @@
+import numpy as np
+import pytest
+
+from granular import training
+from granular.errors import GranularError
+
+
+def test_cv_runs_for_all_three_regressors(sand):
+    cv = training.cross_validate(sand, folds=4)
+    assert set(cv) == {"rbf", "gp", "svr"}
+    for name, row in cv.items():
+        for key in ("rel_rmse", "rel_rmse_fx", "rel_rmse_fz", "rel_rmse_tau"):
+            assert 0 < row[key] < 0.5, (name, key, row[key])
+
+
+def test_cv_detects_a_bad_regressor(sand):
+    """Held-out error must reflect the data: shuffled wrenches cannot be predicted."""
+    from dataclasses import replace
+
+    rng = np.random.default_rng(0)
+    shuffled = replace(sand, wrenches=sand.wrenches[rng.permutation(sand.n)])
+    bad = training.cross_validate(shuffled, names=("rbf",), folds=4)["rbf"]["rel_rmse"]
+    good = training.cross_validate(sand, names=("rbf",), folds=4)["rbf"]["rel_rmse"]
+    assert bad > 3 * good
+
+
+def test_cv_rejects_bad_fold_count(sand):
+    with pytest.raises(GranularError, match="--cv 1"):
+        training.cross_validate(sand, folds=1)
+    with pytest.raises(GranularError, match="--cv 99"):
+        training.cross_validate(sand, folds=99)
+
+
+def test_concavity_table(sand):
+    table = training.concavity_table(sand)
+    assert len(table["per_config"]) == int((sand.configs[:, 0] < 0).sum())
+    assert 0 <= table["average"] <= table["worst"] < 0.2
+
+
+def test_job_errors(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("dataset = 'x.h5'\nout = 'y.h5'\nregresor = 'rbf'\n")
+    with pytest.raises(GranularError, match="unknown key\\(s\\) regresor"):
+        training.load_job(bad)
+    bad.write_text("dataset = \n")
+    with pytest.raises(GranularError, match="not valid TOML"):
+        training.load_job(bad)
+    bad.write_text("out = 'y.h5'\n")
+    with pytest.raises(GranularError, match="missing key 'dataset'"):
+        training.load_job(bad)
+    with pytest.raises(GranularError, match="no such training job"):
+        training.load_job(tmp_path / "none.toml")
+
+
+def test_shipped_jobs_load():
+    for job in sorted((training.ROOT / "training").glob("*.toml")):
+        spec = training.load_job(job)
+        assert spec.dataset.is_file(), f"{job} points at a missing dataset {spec.dataset}"
