@@ -214,6 +214,40 @@ def _inspect_model(args, model):
     _emit(out, args.json, human)
 
 
+def cmd_sim(args):
+    from . import plots, runfile, scenarios
+
+    spec = scenarios.load(args.scenario)
+    if args.duration is not None and not args.duration > 0:
+        raise GranularError(f"--duration must be positive, got {args.duration}")
+    rec = scenarios.run(spec, duration=args.duration, progress=True, medium=args.medium, dt=args.dt,
+                        solver=args.solver, representation=args.representation)
+    summary = scenarios.summary(rec)
+    data = runfile.record(rec, summary)
+    if args.out:
+        runfile.write(data, args.out)
+        summary["run_file"] = str(args.out)
+    if args.plot:
+        summary["figures"] = plots.run_figures(data, args.plot)
+
+    def human(s):
+        _say(f"{s['scenario']} on {s['medium']}: {s['steps']} steps of {s['dt']} s in {s['wall_time_s']:.2f} s "
+             f"({s['solver']}, {s['representation']} polytopes)")
+        for name, b in s["bodies"].items():
+            i, f = b["initial"], b["final"]
+            _say(f"  {name}: x {i['x']:+.4f} → {f['x']:+.4f} m, z {i['z']:+.4f} → {f['z']:+.4f} m, "
+                 f"angle {i['angle']:+.3f} → {f['angle']:+.3f} rad")
+        _say(f"  max penetration {s['max_penetration_m']:.4f} m; energy {s['energy']['initial']:.3f} → "
+             f"{s['energy']['final']:.3f} J (largest step increase {s['energy']['max_step_increase']:.2e} J)")
+        for key in ("run_file",):
+            if key in s:
+                _say(f"wrote {s[key]}")
+        for fig in s.get("figures", []):
+            _say(f"wrote {fig}")
+
+    _emit(summary, args.json, human)
+
+
 def cmd_bench(args):
     from . import bench
 
@@ -255,6 +289,18 @@ def build_parser():
     i.add_argument("--json", action="store_true")
     i.set_defaults(func=cmd_inspect)
 
+    r = sub.add_parser("sim", help="run a scenario from sim/ (or a scenario .toml)")
+    r.add_argument("scenario", help="scenario name (e.g. drop-upright) or path")
+    r.add_argument("--medium", help="sand, pebbles, or a trained model file (.h5)")
+    r.add_argument("--duration", type=float, help="simulated time (s)")
+    r.add_argument("--dt", type=float, help="time step (s)")
+    r.add_argument("--solver", choices=["quadprog", "osqp", "cvxpy"])
+    r.add_argument("--representation", choices=["fixed", "exact"], help="polytope representation of W(θ)")
+    r.add_argument("--out", help="run file to write (.h5)")
+    r.add_argument("--plot", help="directory for the figures")
+    r.add_argument("--json", action="store_true")
+    r.set_defaults(func=cmd_sim)
+
     b = sub.add_parser("bench", help="time the real code paths")
     b.add_argument("--json", action="store_true")
     b.add_argument("--quick", action="store_true", help="fewer repetitions")
@@ -265,6 +311,7 @@ def build_parser():
 def main(argv=None):
     args = build_parser().parse_args(argv)
     warnings.simplefilter("default", GranularWarning)
+    warnings.formatwarning = lambda message, category, *_a, **_k: f"granular: warning: {message}\n"
     try:
         args.func(args)
     except GranularError as exc:

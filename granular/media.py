@@ -24,8 +24,8 @@ class Medium:
 
 
 MEDIA = {
-    "sand": Medium("sand", 1.2, (0.0, -0.01, -0.03, -0.05, -0.07), (0.0, 0.3, 0.6, 0.9), (0.02, 0.02, 0.3)),
-    "pebbles": Medium("pebbles", 2.0, (0.0, -0.015, -0.03, -0.045), (0.0, 0.3, 0.6, 0.9), (0.02, 0.02, 0.3)),
+    "sand": Medium("sand", 1.2, (0.0, -0.01, -0.03, -0.05, -0.07), (0.0, 0.3, 0.6, 0.9, 1.2, 1.5), (0.02, 0.02, 0.3)),
+    "pebbles": Medium("pebbles", 2.0, (0.0, -0.015, -0.03, -0.045), (0.0, 0.3, 0.6, 0.9, 1.2, 1.5), (0.02, 0.02, 0.3)),
 }
 
 #: Grid and velocity scale for terramechanics soils (no Table I entry: use sand's).

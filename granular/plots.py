@@ -120,3 +120,103 @@ def training_report(cv: dict, fixed: dict, concavity: dict, path, title=""):
     if title:
         fig.suptitle(title)
     return save(fig, path)
+
+
+def _scene_frames(geometry, q):
+    """Body frames (angle, origin) of a recorded state, from the run's geometry."""
+    from .multibody import Body, MultiBody
+
+    parent = geometry["parent"]
+    bodies = tuple(Body(str(i), 1.0, 1.0, tuple(geometry["com"][i]), None if parent[i] < 0 else str(parent[i]),
+                        tuple(geometry["joint"][i]), float(geometry["offset"][i])) for i in range(len(parent)))
+    return MultiBody(bodies).frames(q)
+
+
+def draw_scene(ax, run, i, wrench_scale=None, alpha=1.0):
+    """Terrain, bodies (links between joints), feet as rectangles and contact wrench arrows at step i."""
+    g = run["geometry"]
+    angle, origin = _scene_frames(g, run["q"][i])
+    for b, p in enumerate(g["parent"]):
+        if p >= 0:
+            ax.plot(*np.stack([origin[p], origin[b]]).T, color="0.3", lw=2, alpha=alpha)
+    N = len(g["foot_body"])
+    for f in range(N):
+        b = g["foot_body"][f]
+        c, s = np.cos(angle[b]), np.sin(angle[b])
+        R = np.array([[c, -s], [s, c]])
+        axis = R @ g["foot_axis"][f]
+        side = np.array([axis[1], -axis[0]])
+        pc = origin[b] + R @ g["foot_points"][f]
+        radius, length = g["foot_size"][f]
+        box = np.array([pc - radius * side, pc + radius * side, pc + radius * side + length * axis,
+                        pc - radius * side + length * axis, pc - radius * side])
+        ax.fill(box[:, 0], box[:, 1], color="tab:blue", alpha=0.35 * alpha, lw=0)
+        ax.plot(box[:, 0], box[:, 1], color="tab:blue", lw=1, alpha=alpha)
+        step = min(i, len(run["wrench"]) - 1)
+        if wrench_scale and step >= 0 and run["active"][step, f]:
+            w = run["wrench"][step, f]
+            ax.arrow(pc[0], pc[1], w[0] * wrench_scale, w[1] * wrench_scale, color="tab:red",
+                     width=0.002, alpha=alpha, length_includes_head=True)
+
+
+def _terrain(ax, run, xlim):
+    pts = run["geometry"]["terrain"]
+    xs = np.linspace(*xlim, 200)
+    zs = np.interp(xs, pts[:, 0], pts[:, 1])
+    ax.fill_between(xs, zs, zs.min() - 1, color="tan", alpha=0.5, lw=0)
+    ax.plot(xs, zs, color="saddlebrown", lw=1)
+
+
+def run_figures(run: dict, directory) -> list:
+    """state.png (body state and energy), wrench.png (per-foot θ, wrench, slipping), scene.png (snapshots)."""
+    directory = Path(directory)
+    t, q = run["t"], run["q"]
+    ts = t[1:]
+    fig, axes = plt.subplots(2, 2, figsize=(12, 7), sharex=True)
+    for k, label in enumerate(["x (m)", "z (m)", "angle (rad)"]):
+        ax = axes.flat[k]
+        ax.plot(t, q[:, k])
+        ax.set_ylabel(f"base {label}")
+    axes.flat[3].plot(t, run["energy"])
+    axes.flat[3].set_ylabel("mechanical energy (J)")
+    for ax in axes[1]:
+        ax.set_xlabel("t (s)")
+    fig.suptitle(f"{run['scenario']} on {run['medium']}: state of {run['bodies'][0]}")
+    paths = [save(fig, directory / "state.png")]
+
+    N = len(run["feet"])
+    fig, axes = plt.subplots(4, N, figsize=(5 * N + 2, 9), sharex=True, squeeze=False)
+    for f, name in enumerate(run["feet"]):
+        col = axes[:, f]
+        col[0].plot(ts, run["theta"][:, f, 0], label="d (m)")
+        col[0].plot(ts, run["theta"][:, f, 1] / 10, label="φ / 10 (rad)")
+        col[0].legend(fontsize=8)
+        col[0].set_title(name)
+        for k, label in enumerate(["f_x (N)", "f_z (N)", "τ about p_r (N·m)"]):
+            col[k + 1].plot(ts, run["wrench"][:, f, k], color="k", lw=1)
+            col[k + 1].fill_between(ts, 0, 1, where=run["slipping"][:, f], transform=col[k + 1].get_xaxis_transform(),
+                                    color="tab:orange", alpha=0.2, lw=0, label="slipping (on ∂W)")
+            col[k + 1].set_ylabel(label)
+        col[1].legend(fontsize=8)
+        col[-1].set_xlabel("t (s)")
+    fig.suptitle(f"{run['scenario']}: contact configuration and resistance wrench in F_r")
+    paths.append(save(fig, directory / "wrench.png"))
+
+    fig, ax = plt.subplots(figsize=(10, 5))
+    frames = np.linspace(0, len(t) - 1, 6).astype(int)
+    pcs = np.vstack([run["p_center"].reshape(-1, 2), q[:, :2]])
+    reach = run["geometry"]["foot_size"][:, 1].max() + 0.05
+    xlim = (pcs[:, 0].min() - reach, pcs[:, 0].max() + reach)
+    _terrain(ax, run, xlim)
+    fmax = np.abs(run["wrench"][..., :2]).max() if run["wrench"].size else 0.0
+    for j, i in enumerate(frames):
+        draw_scene(ax, run, i, wrench_scale=0.1 / fmax if fmax > 0 else None, alpha=0.25 + 0.75 * j / (len(frames) - 1))
+    ax.set_aspect("equal")
+    ax.set_xlim(*xlim)
+    ax.set_ylim(pcs[:, 1].min() - 0.1, pcs[:, 1].max() + reach)
+    ax.set_title(f"{run['scenario']}: snapshots at t = " + ", ".join(f"{t[i]:.2f}" for i in frames) + " s "
+                 "(later = darker; red: contact force)")
+    ax.set_xlabel("x (m)")
+    ax.set_ylabel("z (m)")
+    paths.append(save(fig, directory / "scene.png"))
+    return [str(p) for p in paths]

@@ -1,0 +1,172 @@
+"""The maximum-dissipation contact QP (Zhu et al. 2019, eq. 2) and its solvers.
+
+In reduced coordinates there are no joint impulses c_j, so eq. (2) reads
+
+    min_c  v⁺ᵀ M v⁺ + Σ_i (J_p,i v⁺)ᵀ M_g,i (J_p,i v⁺)
+    s.t.   A_i(θ_i) c_i ≤ h b_i(θ_i)      for every foot i in contact,
+           v⁺ = v + M⁻¹ (J_tᵀ c + h (k + J_uᵀ u)),
+
+with c_i the contact impulse (N·s) of foot i in F_r. The paper writes the
+constraint h A c ≤ b; since W bounds forces and c is an impulse (force × h),
+the consistent form is A c ≤ h b, which is what is solved here.
+
+Substituting v⁺ gives the reduced QP over contact impulses only:
+min ½ cᵀ P c + gᵀ c with P = Bᵀ H B, g = Bᵀ H v_free, B = M⁻¹ J_tᵀ,
+H = M + Σ J_pᵀ M_g J_p, v_free = v + M⁻¹ h (k + J_uᵀ u). The origin c = 0 is
+always feasible (b ≥ 0), so a solver failure is a bug, reported with the step
+and contact.
+
+Solvers share one interface, ``solve(qp) -> c``:
+``cvxpy`` (the paper's form, readable reference), ``osqp`` (sparse, warm
+started, matrices updated in place while the structure stays), ``quadprog``
+(dense active set on the reduced form: the fast path).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from .errors import GranularError
+
+
+class SolverError(GranularError):
+    """The contact QP was not solved (its origin is always feasible, so this is a bug)."""
+
+
+@dataclass
+class ContactQP:
+    """One step's QP. Jt: (3N, n) stacked F_r Jacobians of the N feet in contact;
+    Jp: (3N, n) p_center Jacobians; Mg: (3N,) grain masses; A: list of (K_i, 3);
+    ub: list of (K_i,) = h b_i."""
+
+    M: np.ndarray
+    v: np.ndarray
+    impulse: np.ndarray      # h (k + J_uᵀ u)
+    Jt: np.ndarray
+    Jp: np.ndarray
+    Mg: np.ndarray
+    A: list
+    ub: list
+
+    @cached_property
+    def M_inv(self):
+        return np.linalg.inv(self.M)  # small and well conditioned (positive masses and inertias)
+
+    @cached_property
+    def v_free(self):
+        return self.v + self.M_inv @ self.impulse
+
+    @cached_property
+    def B(self):
+        return self.M_inv @ self.Jt.T
+
+    @cached_property
+    def H(self):
+        return self.M + self.Jp.T @ (self.Mg[:, None] * self.Jp)
+
+    @cached_property
+    def reduced(self):
+        """(P, g) of the reduced QP ½ cᵀ P c + gᵀ c."""
+        HB = self.H @ self.B
+        P = self.B.T @ HB
+        return 0.5 * (P + P.T), HB.T @ self.v_free
+
+    def velocity(self, c):
+        """v⁺ for contact impulses c."""
+        return self.v_free + self.B @ c
+
+    def stacked_constraints(self):
+        """A as one block-diagonal (ΣK_i, 3N) matrix and ub stacked."""
+        rows = np.cumsum([0] + [len(A) for A in self.A])
+        A = np.zeros((rows[-1], 3 * len(self.A)))
+        for i, block in enumerate(self.A):
+            A[rows[i]:rows[i + 1], 3 * i:3 * i + 3] = block
+        return A, np.concatenate(self.ub)
+
+
+class CvxpySolver:
+    """Eq. (2) as written in the paper (in v⁺ and c), solved by Clarabel: the readable reference."""
+
+    name = "cvxpy"
+
+    def solve(self, qp: ContactQP):
+        import cvxpy as cp
+
+        n, nc = len(qp.v), qp.Jt.shape[0]
+        v_next, c = cp.Variable(n), cp.Variable(nc)
+        grains = sum(cp.quad_form(qp.Jp[3 * i:3 * i + 3] @ v_next, np.diag(qp.Mg[3 * i:3 * i + 3]))
+                     for i in range(nc // 3))
+        objective = cp.quad_form(v_next, cp.psd_wrap(qp.M)) + grains
+        constraints = [qp.M @ (v_next - qp.v) == qp.Jt.T @ c + qp.impulse]
+        constraints += [A @ c[3 * i:3 * i + 3] <= ub for i, (A, ub) in enumerate(zip(qp.A, qp.ub))]
+        problem = cp.Problem(cp.Minimize(objective), constraints)
+        problem.solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+        if problem.status not in ("optimal",):
+            raise SolverError(f"cvxpy/Clarabel returned status {problem.status!r}")
+        return np.asarray(c.value)
+
+
+class OsqpSolver:
+    """OSQP on the reduced form; the workspace is kept and updated in place while the
+    constraint matrix keeps its values (fixed normals), and set up anew when it changes."""
+
+    name = "osqp"
+    settings = dict(verbose=False, eps_abs=1e-11, eps_rel=1e-11, max_iter=200_000, polishing=False,
+                    adaptive_rho=True, check_termination=10)
+
+    def __init__(self):
+        self._solver = None
+        self._A = None  # the constraint matrix the workspace was set up with
+
+    def solve(self, qp: ContactQP):
+        import osqp
+        import scipy.sparse as sp
+
+        P, g = qp.reduced
+        A, ub = qp.stacked_constraints()
+        n = len(P)
+        rows, cols = np.triu_indices(n)
+        order = np.lexsort((rows, cols))  # CSC order: by column, then row
+        rows, cols = rows[order], cols[order]
+        if self._A is not None and self._A.shape == A.shape and np.array_equal(self._A, A):
+            self._solver.update(Px=P[rows, cols], q=g, u=ub)
+        else:
+            # Keep the whole upper triangle, zeros included, so later updates fit its pattern.
+            indptr = np.concatenate([[0], np.cumsum(np.arange(1, n + 1))])
+            P_upper = sp.csc_matrix((P[rows, cols], rows, indptr), shape=(n, n))
+            self._solver = osqp.OSQP()
+            self._solver.setup(P_upper, g, sp.csc_matrix(A), np.full(len(ub), -np.inf), ub, **self.settings)
+            self._A = A
+        result = self._solver.solve()
+        if result.info.status != "solved":
+            raise SolverError(f"OSQP returned status {result.info.status!r} after {result.info.iter} iterations")
+        return np.asarray(result.x)
+
+
+class QuadprogSolver:
+    """Dense Goldfarb–Idnani active set (quadprog) on the reduced form: the fast path."""
+
+    name = "quadprog"
+
+    def solve(self, qp: ContactQP):
+        import quadprog
+
+        P, g = qp.reduced
+        A, ub = qp.stacked_constraints()
+        P = P + 1e-12 * np.trace(P) / len(P) * np.eye(len(P))
+        try:
+            return quadprog.solve_qp(P, -g, -A.T, -ub)[0]
+        except ValueError as exc:
+            raise SolverError(f"quadprog: {exc}") from None
+
+
+SOLVERS = {cls.name: cls for cls in (CvxpySolver, OsqpSolver, QuadprogSolver)}
+
+
+def make_solver(name: str):
+    try:
+        return SOLVERS[name]()
+    except KeyError:
+        raise GranularError(f"unknown solver {name!r}; choose one of {', '.join(SOLVERS)}") from None

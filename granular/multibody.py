@@ -1,0 +1,165 @@
+"""Planar rigid multibody dynamics in reduced (generalized) coordinates.
+
+A tree of rigid bodies with a floating base and revolute joints. The
+generalized coordinates are q = (x, z, angle) of the base frame's origin and
+orientation, then one angle per joint; v = q̇. Because joints are built into
+the coordinates there are no joint-constraint impulses and no joint drift
+(the paper used maximal coordinates with J_c v = 0; this is the equivalent
+reduced form). Angles are counter-clockwise positive (see frames.py).
+
+Each body has a frame: its origin is its joint (the base: the point q[:2]),
+its angle the sum of its ancestors' joint angles, the base angle and its own
+joint angle plus a fixed offset.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import GranularError
+
+GRAVITY = 9.81
+
+
+@dataclass(frozen=True)
+class Body:
+    """A rigid body. ``joint``: where its frame's origin sits in the parent's frame (m);
+    ``com``: its centre of mass in its own frame; ``offset``: its frame's angle in the
+    parent frame at zero joint angle (rad); the base has parent None."""
+
+    name: str
+    mass: float
+    inertia: float
+    com: tuple = (0.0, 0.0)
+    parent: str | None = None
+    joint: tuple = (0.0, 0.0)
+    offset: float = 0.0
+
+    def __post_init__(self):
+        if not (np.isfinite(self.mass) and self.mass > 0):
+            raise GranularError(f"body {self.name!r}: mass must be positive, got {self.mass!r}")
+        if not (np.isfinite(self.inertia) and self.inertia > 0):
+            raise GranularError(f"body {self.name!r}: inertia must be positive, got {self.inertia!r}")
+
+
+def _perp(u):
+    """ω × u for unit ω: (−u_z, u_x)."""
+    return np.stack([-u[..., 1], u[..., 0]], axis=-1)
+
+
+@dataclass(frozen=True)
+class MultiBody:
+    """An immutable planar tree; bodies listed parents first, the base first."""
+
+    bodies: tuple
+    gravity: float = GRAVITY
+    names: dict = field(init=False, repr=False)
+
+    def __post_init__(self):
+        names = {b.name: i for i, b in enumerate(self.bodies)}
+        if len(names) != len(self.bodies):
+            raise GranularError("body names must be unique")
+        if not self.bodies or self.bodies[0].parent is not None:
+            raise GranularError("the first body must be the floating base (parent = none)")
+        parent = [-1]
+        for i, b in enumerate(self.bodies[1:], start=1):
+            if b.parent not in names or names[b.parent] >= i:
+                raise GranularError(f"body {b.name!r}: parent {b.parent!r} must be a body listed before it")
+            parent.append(names[b.parent])
+        nb = len(self.bodies)
+        # Rotational dof of body i: dof 2 for the base, 2 + i for the joint of body i.
+        chain = np.zeros((nb, nb))  # chain[i, a] = 1 if a is i or an ancestor of i
+        for i in range(nb):
+            a = i
+            while a >= 0:
+                chain[i, a] = 1.0
+                a = parent[a]
+        set_ = object.__setattr__
+        set_(self, "names", names)
+        set_(self, "parent", np.array(parent))
+        set_(self, "chain", chain)
+        set_(self, "mass", np.array([b.mass for b in self.bodies]))
+        set_(self, "inertia", np.array([b.inertia for b in self.bodies]))
+        set_(self, "com", np.array([b.com for b in self.bodies], dtype=float))
+        set_(self, "joint", np.array([b.joint for b in self.bodies], dtype=float))
+        set_(self, "offset", np.array([b.offset for b in self.bodies], dtype=float))
+        set_(self, "_weights", np.column_stack([self.mass, self.mass, self.inertia]).ravel())
+        set_(self, "_both", np.concatenate([np.arange(nb), np.arange(nb)]))
+        set_(self, "_both_local", np.vstack([self.com, np.zeros((nb, 2))]))
+
+    @property
+    def ndof(self) -> int:
+        return len(self.bodies) + 2
+
+    def index(self, name: str) -> int:
+        try:
+            return self.names[name]
+        except KeyError:
+            raise GranularError(f"no body named {name!r}; bodies: {', '.join(self.names)}") from None
+
+    def frames(self, q):
+        """World angle (nb,) and origin (nb, 2) of every body frame."""
+        angle = self.chain @ q[2:] + self.chain @ self.offset
+        origin = np.empty((len(self.bodies), 2))
+        origin[0] = q[:2]
+        c, s = np.cos(angle), np.sin(angle)
+        for i in range(1, len(self.bodies)):
+            p = self.parent[i]
+            jx, jz = self.joint[i]
+            origin[i] = origin[p] + (c[p] * jx - s[p] * jz, s[p] * jx + c[p] * jz)
+        return angle, origin
+
+    def points(self, q, bodies, local):
+        """World positions (k, 2) of points ``local`` (k, 2) fixed in ``bodies`` (k,)."""
+        angle, origin = self.frames(q)
+        return place(angle[bodies], origin[bodies], np.asarray(local, float))
+
+    def jacobians(self, angle, origin, bodies, local):
+        """Twist Jacobians (k, 3, ndof) of points fixed in bodies: rows v_x, v_z, ω."""
+        pts = place(angle[bodies], origin[bodies], np.asarray(local, float))
+        lever = pts[:, None, :] - origin[None, :, :]  # from every pivot to each point
+        mask = self.chain[bodies]
+        J = np.zeros((len(pts), 3, self.ndof))
+        J[:, 0, 0] = 1.0
+        J[:, 1, 1] = 1.0
+        J[:, 0, 2:] = -lever[..., 1] * mask
+        J[:, 1, 2:] = lever[..., 0] * mask
+        J[:, 2, 2:] = mask
+        return J
+
+    def dynamics(self, q, v, frames=None):
+        """Mass matrix M (n, n) and generalized forces k (n,) = gravity − Coriolis/centrifugal."""
+        angle, origin = self.frames(q) if frames is None else frames
+        nb = len(self.bodies)
+        J2 = self.jacobians(angle, origin, self._both, self._both_local)  # COMs, then frame origins
+        J = J2[:nb].reshape(3 * nb, self.ndof)
+        M = J.T @ (self._weights[:, None] * J)
+        # Acceleration of each COM at q̈ = 0: Σ_a q̇_a ω × (v_com − v_pivot_a) over its chain.
+        vel = J2[:, :2] @ v
+        rel = vel[:nb, None, :] - vel[None, nb:, :]
+        w = self.chain * v[2:]
+        bias = np.stack([-(w * rel[..., 1]).sum(axis=1), (w * rel[..., 0]).sum(axis=1)], axis=1)
+        force = np.zeros((nb, 3))
+        force[:, :2] = -self.mass[:, None] * bias
+        force[:, 1] -= self.mass * self.gravity
+        return M, J.T @ force.ravel()
+
+    def energy(self, q, v):
+        """Kinetic plus gravitational potential energy (J)."""
+        com, _, com_v, omega = self.com_states(q, v)
+        kinetic = 0.5 * (self.mass @ (com_v**2).sum(axis=1) + self.inertia @ omega**2)
+        return float(kinetic + self.gravity * self.mass @ com[:, 1])
+
+    def com_states(self, q, v):
+        """Per body: COM position (nb, 2), angle (nb,), COM velocity (nb, 2), angular velocity (nb,)."""
+        angle, origin = self.frames(q)
+        nb = len(self.bodies)
+        tw = self.jacobians(angle, origin, np.arange(nb), self.com) @ v
+        return place(angle, origin, self.com), angle, tw[:, :2], tw[:, 2]
+
+
+def place(angle, origin, local):
+    """World positions of points ``local`` (k, 2) in frames at ``angle`` (k,), ``origin`` (k, 2)."""
+    c, s = np.cos(angle), np.sin(angle)
+    return origin + np.stack([c * local[:, 0] - s * local[:, 1], s * local[:, 0] + c * local[:, 1]], axis=-1)

@@ -1,0 +1,116 @@
+"""Stepping the simulation: an immutable model, a small state, a step function.
+
+``step(model, state, u, solver)`` detects contacts, predicts each foot's
+W(θ), solves the maximum-dissipation QP (:mod:`granular.contact_qp`) and
+integrates semi-implicitly: v⁺ from the QP, q⁺ = q + h v⁺. ``u`` is a
+generalized force (controllers compute it). The solver object carries only a
+warm-start workspace.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .contact import ContactFrames, Feet, detect
+from .contact_qp import ContactQP, SolverError
+from .errors import GranularError
+from .model import WrenchSpaceModel
+from .multibody import MultiBody
+from .terrain import Terrain
+
+REPRESENTATIONS = ("exact", "fixed")
+
+
+@dataclass(frozen=True)
+class SimModel:
+    """Everything that does not change during a run."""
+
+    multibody: MultiBody
+    contacts: tuple
+    terrain: Terrain
+    wrenches: WrenchSpaceModel
+    dt: float = 1e-3
+    representation: str = "fixed"
+    normals: int = 32
+    A_fixed: np.ndarray | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        if not (np.isfinite(self.dt) and 0 < self.dt <= 0.05):
+            raise GranularError(f"time step dt must be in (0, 0.05] s, got {self.dt!r}")
+        if self.representation not in REPRESENTATIONS:
+            raise GranularError(f"unknown polytope representation {self.representation!r}; "
+                                f"choose {' or '.join(REPRESENTATIONS)}")
+        if self.representation == "fixed" and self.A_fixed is None:
+            object.__setattr__(self, "A_fixed", self.wrenches.fixed_normals(self.normals))
+        object.__setattr__(self, "feet", Feet(tuple(self.contacts)))
+
+
+@dataclass
+class State:
+    t: float
+    q: np.ndarray
+    v: np.ndarray
+
+
+@dataclass
+class StepInfo:
+    """Per foot: θ, in contact, wrench (f_x, f_z, τ) in F_r (N, N·m), slipping (on ∂W), p_center."""
+
+    theta: np.ndarray
+    active: np.ndarray
+    wrench: np.ndarray
+    slipping: np.ndarray
+    p_center: np.ndarray
+
+
+def wrench_spaces(model: SimModel, theta):
+    """(A_i, b_i) for the feet at configurations ``theta`` (k, 2), in the model's representation."""
+    if model.representation == "exact":
+        return model.wrenches.halfspaces(theta)
+    return [(model.A_fixed, b) for b in model.wrenches.offsets(model.A_fixed, theta)]
+
+
+def step(model: SimModel, state: State, u, solver, index: int = 0):
+    """One step of length model.dt; returns the next state and what the contacts did."""
+    mb, h = model.multibody, model.dt
+    body_frames = mb.frames(state.q)
+    frames = detect(mb, model.feet, model.terrain, body_frames)
+    M, k = mb.dynamics(state.q, state.v, body_frames)
+    on = np.flatnonzero(frames.active)
+    n_feet = len(model.contacts)
+    wrench = np.zeros((n_feet, 3))
+    slipping = np.zeros(n_feet, dtype=bool)
+    spaces = wrench_spaces(model, frames.theta[on]) if len(on) else []
+    qp = ContactQP(M=M, v=state.v, impulse=h * (k + u), Jt=frames.Jt[on].reshape(-1, mb.ndof),
+                   Jp=frames.Jp[on].reshape(-1, mb.ndof), Mg=model.feet.grain_mass[on].ravel(),
+                   A=[A for A, _ in spaces], ub=[h * b for _, b in spaces])
+    if len(on):
+        c = _solve(solver, qp, model, frames, on, state, index)
+        for j, i in enumerate(on):
+            ci = c[3 * j:3 * j + 3]
+            A, ub = qp.A[j], qp.ub[j]
+            wrench[i] = ci / h
+            slipping[i] = np.max(A @ ci - ub) >= -1e-6 * max(np.max(ub), 1e-12)
+        v_next = qp.velocity(c)
+    else:
+        v_next = qp.v_free
+    info = StepInfo(frames.theta, frames.active, wrench, slipping, frames.p_center)
+    return State(state.t + h, state.q + h * v_next, v_next), info
+
+
+def _solve(solver, qp, model, frames: ContactFrames, on, state, index):
+    def where():
+        feet = ", ".join(f"{model.contacts[i].name} (d={frames.theta[i, 0]:+.4f} m, φ={frames.theta[i, 1]:+.3f})"
+                         for i in on)
+        return f"step {index} (t = {state.t:.4f} s), contacts {feet}"
+
+    try:
+        c = solver.solve(qp)
+    except SolverError as exc:
+        raise SolverError(f"contact QP failed at {where()}: {exc}") from None
+    if c is None or not np.all(np.isfinite(c)):
+        raise SolverError(f"contact QP returned no finite solution at {where()} ({solver.name})")
+    return c
+
+
