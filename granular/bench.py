@@ -1,6 +1,8 @@
 """Benchmarks of the real code paths (``granular bench``); speed targets live here, not in tests.
 
-Each entry is the median over repeated calls, after warm-up, in microseconds.
+Each entry is the median over repeated calls or steps, after warm-up, in
+microseconds. Scenes run the real scenario loop (controller + step) of a
+scenario from sim/; the reference is the cvxpy formulation with exact hulls.
 """
 from __future__ import annotations
 
@@ -34,17 +36,55 @@ def wrench_space(model, contacts: int = 4, repeat: int = 500, seed: int = 0) -> 
     return out
 
 
+REFERENCE = "cvxpy/exact"
+CONFIGS = ("quadprog/fixed", "quadprog/exact", "osqp/fixed", "osqp/exact", "cvxpy/fixed", "cvxpy/exact")
+
+
+def scene_steps(scenario: str, solver: str, representation: str, steps: int, warmup: int) -> np.ndarray:
+    """Wall time (s) of each simulation step (controller + step) of a scenario, after warm-up."""
+    from . import scenarios
+    from .simulate import step
+
+    model, state, controller, qp_solver = scenarios.build(scenarios.load(scenario), solver=solver,
+                                                          representation=representation)
+    memory = controller.initial_memory()
+    times = np.empty(steps)
+    for i in range(warmup + steps):
+        t0 = time.perf_counter()
+        u, memory = controller(state.t, state.q, state.v, memory)
+        state, _ = step(model, state, u, qp_solver, i)
+        if i >= warmup:
+            times[i - warmup] = time.perf_counter() - t0
+    return times
+
+
+def scene(scenario: str, steps: int, warmup: int, configs=CONFIGS) -> dict:
+    """Median µs per step for each solver/representation, and the speed-up over the reference."""
+    out = {}
+    for config in configs:
+        solver, representation = config.split("/")
+        out[config] = {"us_per_step": float(np.median(scene_steps(scenario, solver, representation, steps, warmup))
+                                            * 1e6)}
+    ref = out[REFERENCE]["us_per_step"]
+    for row in out.values():
+        row["speedup_vs_reference"] = ref / row["us_per_step"]
+    return out
+
+
 def run(quick: bool = False) -> dict:
     from .training import default_model
 
     model = default_model("sand", say=lambda m: print(m, file=sys.stderr))
     repeat = 50 if quick else 500
-    return {"wrench_space_4_contacts": wrench_space(model, repeat=repeat)}
+    steps = 200 if quick else 1000
+    return {"single_foot": scene("drop-upright", steps=steps, warmup=300),
+            "wrench_space_4_contacts": wrench_space(model, repeat=repeat)}
 
 
 def print_table(results: dict):
-    for scene, rows in results.items():
-        print(f"{scene}:")
-        for name, row in rows.items():
-            extra = "".join(f"  {k} {v:.1f}" for k, v in row.items() if k != "us_per_call")
-            print(f"  {name:<24}{row['us_per_call']:>10.1f} µs{extra}")
+    for name, rows in results.items():
+        print(f"{name}:")
+        for config, row in rows.items():
+            cells = "".join(f"  {k} {v:,.1f}" for k, v in row.items())
+            print(f"  {config:<24}{cells}")
+    print(f"(speed-ups against {REFERENCE}, measured in the same run)")

@@ -17,7 +17,7 @@ import numpy as np
 
 from .foot import Foot
 from .frames import cross2
-from .multibody import place
+from .multibody import place, rotate
 
 
 @dataclass(frozen=True)
@@ -72,13 +72,14 @@ def detect(mb, feet: Feet, terrain, frames) -> ContactFrames:
     J = mb.jacobians(angle, origin, both, feet.points)
     Jp, Jr = J[:N], J[N:]
     p_center = place(angle[feet.bodies], origin[feet.bodies], feet.points[:N])
-    ca, sa = np.cos(angle[feet.bodies]), np.sin(angle[feet.bodies])
-    axis = np.stack([ca * feet.axis[:, 0] - sa * feet.axis[:, 1], sa * feet.axis[:, 0] + ca * feet.axis[:, 1]], 1)
+    axis = rotate(angle[feet.bodies], feet.axis)
     _, normal, d = terrain.closest(p_center)
-    phi = np.clip(np.arctan2(cross2(normal, axis), np.einsum("nd,nd->n", normal, axis)), -np.pi / 2, np.pi / 2)
-    theta = np.column_stack([d, phi])
-    # Into F_c's axes: rows of Rᵀ are the tangent t = (n_z, −n_x) and n.
-    Rt = np.stack([np.stack([normal[:, 1], -normal[:, 0]], 1), normal], 1)
+    nx, nz = normal[:, 0:1], normal[:, 1:2]
+    theta = np.empty((N, 2))
+    theta[:, 0] = d
+    theta[:, 1] = np.clip(np.arctan2(cross2(normal, axis), (normal * axis).sum(axis=1)), -np.pi / 2, np.pi / 2)
+    # Into F_c's axes: x along the tangent t = (n_z, −n_x), z along n.
     Jt = Jr.copy()
-    Jt[:, :2] = Rt @ Jr[:, :2]
+    Jt[:, 0] = nz * Jr[:, 0] - nx * Jr[:, 1]
+    Jt[:, 1] = nx * Jr[:, 0] + nz * Jr[:, 1]
     return ContactFrames(theta, d < 0, p_center, normal, Jt, Jp)

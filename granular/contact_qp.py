@@ -79,6 +79,8 @@ class ContactQP:
 
     def stacked_constraints(self):
         """A as one block-diagonal (ΣK_i, 3N) matrix and ub stacked."""
+        if len(self.A) == 1:
+            return self.A[0], self.ub[0]
         rows = np.cumsum([0] + [len(A) for A in self.A])
         A = np.zeros((rows[-1], 3 * len(self.A)))
         for i, block in enumerate(self.A):
@@ -155,7 +157,8 @@ class QuadprogSolver:
 
         P, g = qp.reduced
         A, ub = qp.stacked_constraints()
-        P = P + 1e-12 * np.trace(P) / len(P) * np.eye(len(P))
+        P = P.copy()
+        P[np.diag_indices_from(P)] += 1e-12 * np.trace(P) / len(P)  # strictly convex for quadprog
         try:
             return quadprog.solve_qp(P, -g, -A.T, -ub)[0]
         except ValueError as exc:

@@ -89,6 +89,13 @@ class WrenchSpaceModel:
             reg = regressors.make(self.regressor, **params).fit(self._x(train.configs[rows]), Y)
             self.params[f"group{g}"] = reg.params()
             self._groups.append((cols, reg))
+        self._linear = None
+        if len(self._groups) == 1 and hasattr(self._groups[0][1], "features"):
+            # f(x) = F(x) C is linear in C, so the mirror average folds into one matrix:
+            # ½ (F(x) C + F(x̄) C') with C' the coefficients of the mirrored outputs.
+            reg = self._groups[0][1]
+            C = reg.coef.reshape(len(reg.coef), self.m, 3)
+            self._linear = (reg, 0.5 * np.vstack([C, C[:, self.perm] * MIRROR]).reshape(2 * len(C), -1))
 
     @property
     def m(self) -> int:
@@ -107,18 +114,26 @@ class WrenchSpaceModel:
         """Predicted extreme wrenches (k, m, 3) in F_r for configurations (k, 2); zero where d ≥ 0."""
         thetas = np.asarray(thetas, dtype=float).reshape(-1, 2)
         contact = thetas[:, 0] < 0
+        if contact.all():
+            return self._predict(self.clamp(thetas))
         out = np.zeros((len(thetas), self.m, 3))
-        th = self.clamp(thetas[contact])
-        kc = len(th)
-        if kc == 0:
-            return out
-        X = np.concatenate([th, th * _FLIP_PHI]) / self.x_scale
-        X = X[:, self.active] if not self.active.all() else X
-        both = np.empty((2 * kc, self.m, 3))
-        for cols, reg in self._groups:
-            both[:, cols] = reg.predict(X).reshape(2 * kc, len(cols), 3)
-        out[contact] = 0.5 * (both[:kc] + both[kc:, self.perm] * MIRROR)
+        if contact.any():
+            out[contact] = self._predict(self.clamp(thetas[contact]))
         return out
+
+    def _predict(self, th):
+        """The mirror-averaged prediction for configurations in contact, already clamped."""
+        k = len(th)
+        X = np.concatenate([th, th * _FLIP_PHI]) / self.x_scale
+        X = X if self.active.all() else X[:, self.active]
+        if self._linear is not None:
+            reg, coef = self._linear
+            F = reg.features(X)
+            return (np.hstack([F[:k], F[k:]]) @ coef).reshape(k, self.m, 3)
+        both = np.empty((2 * k, self.m, 3))
+        for cols, reg in self._groups:
+            both[:, cols] = reg.predict(X).reshape(2 * k, len(cols), 3)
+        return 0.5 * (both[:k] + both[k:, self.perm] * MIRROR)
 
     def halfspaces(self, thetas):
         """Exact W(θ) for each configuration: a list of (A, b) with A w ≤ b, unit rows, b ≥ 0."""

@@ -139,10 +139,9 @@ class MultiBody:
         vel = J2[:, :2] @ v
         rel = vel[:nb, None, :] - vel[None, nb:, :]
         w = self.chain * v[2:]
-        bias = np.stack([-(w * rel[..., 1]).sum(axis=1), (w * rel[..., 0]).sum(axis=1)], axis=1)
-        force = np.zeros((nb, 3))
-        force[:, :2] = -self.mass[:, None] * bias
-        force[:, 1] -= self.mass * self.gravity
+        force = np.zeros((nb, 3))  # per body: −m (bias acceleration + gravity), no torque
+        force[:, 0] = self.mass * (w * rel[..., 1]).sum(axis=1)
+        force[:, 1] = -self.mass * ((w * rel[..., 0]).sum(axis=1) + self.gravity)
         return M, J.T @ force.ravel()
 
     def energy(self, q, v):
@@ -161,5 +160,13 @@ class MultiBody:
 
 def place(angle, origin, local):
     """World positions of points ``local`` (k, 2) in frames at ``angle`` (k,), ``origin`` (k, 2)."""
+    return origin + rotate(angle, local)
+
+
+def rotate(angle, local):
+    """Vectors ``local`` (k, 2) turned by ``angle`` (k,)."""
     c, s = np.cos(angle), np.sin(angle)
-    return origin + np.stack([c * local[:, 0] - s * local[:, 1], s * local[:, 0] + c * local[:, 1]], axis=-1)
+    out = np.empty((len(local), 2))
+    out[:, 0] = c * local[:, 0] - s * local[:, 1]
+    out[:, 1] = s * local[:, 0] + c * local[:, 1]
+    return out

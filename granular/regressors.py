@@ -12,37 +12,72 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from scipy.interpolate import RBFInterpolator
-
 from .errors import GranularError
 
 
 class RBF:
-    """scipy RBF interpolation (the paper's choice): exact at the training points."""
+    """Radial-basis-function interpolation (the paper's choice), exact at the training points.
+
+    The interpolant of scipy.interpolate.RBFInterpolator (smoothing 0): a
+    kernel φ(r) over the training points plus a polynomial of ``degree`` ≤ 1,
+    f(x) = Σ c_j φ(‖x − x_j‖) + a·[1, x]. It is written out here because its
+    features F(x) = [φ(‖x − x_j‖)…, 1, x] are what the simulator's fast path
+    evaluates (f(x) = F(x) @ coef); a test checks it against scipy.
+    """
 
     name = "rbf"
+    #: φ as functions of the squared distance r² (saves the square root).
+    KERNELS = {
+        "thin_plate_spline": lambda r2: 0.5 * r2 * np.log(r2 + 1e-300),  # r² log r, 0 at r = 0
+        "cubic": lambda r2: r2 ** 1.5,
+        "linear": lambda r2: -np.sqrt(r2),
+    }
 
-    def __init__(self, kernel: str = "thin_plate_spline", smoothing: float = 0.0, degree: int = 1,
-                 epsilon: float = 1.0):
-        self.kernel, self.smoothing, self.degree, self.epsilon = kernel, smoothing, degree, epsilon
+    def __init__(self, kernel: str = "thin_plate_spline", degree: int = 1):
+        if kernel not in self.KERNELS:
+            raise GranularError(f"unknown RBF kernel {kernel!r}; choose one of {', '.join(self.KERNELS)}")
+        if degree not in (0, 1):
+            raise GranularError(f"RBF polynomial degree must be 0 or 1, got {degree!r}")
+        self.kernel, self.degree = kernel, degree
 
     def params(self) -> dict:
-        return {"kernel": self.kernel, "smoothing": self.smoothing, "degree": self.degree, "epsilon": self.epsilon}
+        return {"kernel": self.kernel, "degree": self.degree}
+
+    def _poly(self, X):
+        return np.hstack([np.ones((len(X), 1)), X]) if self.degree == 1 else np.ones((len(X), 1))
+
+    def features(self, X):
+        """F(x) (k, n + p): kernel values against the n training points, then the polynomial terms."""
+        r2 = np.maximum((X * X).sum(axis=1)[:, None] + self._c2 - 2.0 * X @ self.centers.T, 0.0)
+        return np.hstack([self.KERNELS[self.kernel](r2), self._poly(X)])
 
     def fit(self, X, Y):
-        self._f = RBFInterpolator(X, Y, kernel=self.kernel, smoothing=self.smoothing,
-                                  degree=self.degree, epsilon=self.epsilon)
+        from scipy.linalg import solve
+
+        self.centers = np.asarray(X, dtype=float)
+        self._c2 = (self.centers**2).sum(axis=1)
+        n = len(X)
+        K = self.features(self.centers)
+        P = K[:, n:]
+        system = np.block([[K[:, :n], P], [P.T, np.zeros((P.shape[1], P.shape[1]))]])
+        rhs = np.vstack([Y, np.zeros((P.shape[1], Y.shape[1]))])
+        try:
+            self.coef = solve(system, rhs)
+        except np.linalg.LinAlgError:
+            raise GranularError("RBF interpolation is singular: are two training configurations the same, "
+                                "or all on one line?") from None
         return self
 
     def predict(self, X):
-        return self._f(X)
+        return self.features(np.asarray(X, dtype=float)) @ self.coef
 
 
 class GP:
     """Gaussian-process regression (scikit-learn), one GP per output column.
 
-    Kernel: constant × anisotropic squared-exponential + white noise, fitted by
-    maximum likelihood. ``thetas`` (p, 4), the fitted log-hyperparameters,
+    Kernel: constant × anisotropic Matérn (ν = 5/2) + a little white noise, fitted
+    by maximum likelihood (the Matérn kernel copes better than the squared
+    exponential with the sharp change of W as the foot tilts over). ``thetas`` (p, 4), the fitted log-hyperparameters,
     makes refitting skip the optimiser.
     """
 
@@ -58,9 +93,10 @@ class GP:
     def fit(self, X, Y):
         from sklearn.exceptions import ConvergenceWarning
         from sklearn.gaussian_process import GaussianProcessRegressor
-        from sklearn.gaussian_process.kernels import RBF as SE, ConstantKernel, WhiteKernel
+        from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
 
-        kernel = ConstantKernel(1.0, (1e-3, 1e3)) * SE([0.5, 0.5], (1e-2, 1e2)) + WhiteKernel(1e-4, (1e-10, 1e-1))
+        kernel = (ConstantKernel(1.0, (1e-3, 1e3)) * Matern([0.5] * X.shape[1], (5e-2, 1e1), nu=2.5)
+                  + WhiteKernel(1e-6, (1e-10, 1e-3)))
         self._gps, thetas = [], []
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)

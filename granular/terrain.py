@@ -61,6 +61,10 @@ class Terrain:
         the point projects onto first.
         """
         p = np.asarray(p, dtype=float).reshape(-1, 2)
+        if len(self._n) == 1:  # a plane: project onto it
+            n = self._n[0]
+            height = (p - self._a[0]) @ n
+            return p - height[:, None] * n, np.broadcast_to(n, p.shape), height
         rel = p[:, None, :] - self._a[None]
         s = np.clip(np.einsum("nsd,sd->ns", rel, self._t), self._lo, self._hi)
         foot = self._a[None] + s[..., None] * self._t[None]

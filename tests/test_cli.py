@@ -48,7 +48,7 @@ def test_inspect_model_at_theta(trained):
 def test_inspect_dataset(trained):
     tmp, _ = trained
     out = json.loads(granular("inspect", tmp / "p.h5", "--json").stdout)
-    assert out["kind"] == "dataset" and out["n_configs"] == 16 and out["m_directions"] == 26
+    assert out["kind"] == "dataset" and out["n_configs"] == 24 and out["m_directions"] == 26
 
 
 def test_synth_terramechanics_and_58_directions(tmp_path):

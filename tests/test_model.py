@@ -137,7 +137,7 @@ def test_clamping_warns_and_uses_the_edge(sand_model):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         deep = sand_model.points([[-0.5, 0.0], [-0.07, 0.0]])
-        tilted = sand_model.points([[-0.05, 1.4], [-0.05, 0.9]])
+        tilted = sand_model.points([[-0.05, 1.56], [-0.05, 1.5]])
     assert any(issubclass(w.category, GranularWarning) for w in caught)
     np.testing.assert_allclose(deep[0], deep[1])
     np.testing.assert_allclose(tilted[0], tilted[1])
@@ -166,3 +166,26 @@ def test_batched_prediction_matches_single(sand_model, rng):
     batch = sand_model.points(thetas)
     for t, p in zip(thetas, batch):
         np.testing.assert_allclose(sand_model.points([t])[0], p, atol=1e-10)
+
+
+def test_rbf_matches_scipy(sand, rng):
+    """Our RBF interpolant is scipy's RBFInterpolator (thin-plate spline, degree 1, no smoothing)."""
+    from scipy.interpolate import RBFInterpolator
+
+    from granular.regressors import RBF
+
+    X = rng.uniform(-1, 1, (30, 2))
+    Y = rng.normal(size=(30, 5))
+    ours = RBF().fit(X, Y)
+    ref = RBFInterpolator(X, Y, kernel="thin_plate_spline", degree=1)
+    Xq = rng.uniform(-1.2, 1.2, (50, 2))
+    np.testing.assert_allclose(ours.predict(Xq), ref(Xq), rtol=1e-8, atol=1e-8)
+
+
+def test_generic_and_linear_prediction_paths_agree(sand):
+    """The folded-coefficient fast path equals the generic mirror average."""
+    model = wm.fit(sand)
+    thetas = np.array([[-0.02, 0.3], [-0.06, -1.1], [-0.045, 0.0]])
+    fast = model.points(thetas)
+    model._linear = None
+    np.testing.assert_allclose(model.points(thetas), fast, atol=1e-9 * np.abs(fast).max())
