@@ -146,14 +146,15 @@ class WrenchSpaceModel:
         kind 'fitted' clusters the facet normals of the hulls at the training
         configurations (tighter); 'sphere' spreads K normals evenly.
         """
-        if kind == "sphere":
-            return wrenchspace.fixed_normals(K, self.scale)
-        if kind != "fitted":
-            raise GranularError(f"unknown fixed-normal kind {kind!r}; choose 'fitted' or 'sphere'")
-        if K < 8:
-            raise GranularError(f"need at least 8 fixed normals, got {K}")
-        configs = symmetrize(self.dataset).configs
-        return wrenchspace.fitted_normals(self.points(configs[configs[:, 0] < 0]), self.scale, K)
+        try:
+            if kind == "sphere":
+                return wrenchspace.fixed_normals(K, self.scale)
+            if kind != "fitted":
+                raise GranularError(f"unknown fixed-normal kind {kind!r}; choose 'fitted' or 'sphere'")
+            configs = symmetrize(self.dataset).configs
+            return wrenchspace.fitted_normals(self.points(configs[configs[:, 0] < 0]), self.scale, K)
+        except ValueError as exc:
+            raise GranularError(str(exc)) from None
 
     def offsets(self, A, thetas):
         """b(θ) (k, K) of the fixed-normal representation: W(θ) ⊆ {w : A w ≤ b}."""

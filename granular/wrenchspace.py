@@ -18,6 +18,8 @@ import numpy as np
 from scipy.optimize import linprog, nnls
 from scipy.spatial import ConvexHull, HalfspaceIntersection, QhullError
 
+from .frames import MIRROR
+
 ZERO_A = np.vstack([np.eye(3), -np.eye(3)])
 _ORIGIN = np.zeros((1, 3))
 #: Relative size of the padding that makes a flat point set a thin, bounded solid.
@@ -59,24 +61,49 @@ def _merge_coplanar(eq, tol: float = 1e-9):
     return eq[first == np.arange(len(eq))]
 
 
-def fixed_normals(K: int, scale) -> np.ndarray:
-    """K unit facet normals (in wrench units) spread evenly in the scaled space (Fibonacci sphere)."""
-    i = np.arange(K) + 0.5
-    z = 1 - 2 * i / K
-    r = np.sqrt(1 - z**2)
+_AXES = np.vstack([np.eye(3), -np.eye(3)])
+
+
+def _half_sphere(n: int) -> np.ndarray:
+    """n unit vectors spread over the half-sphere x > 0 (a Fibonacci lattice with its pole on x)."""
+    i = np.arange(2 * n) + 0.5
+    x = 1 - 2 * i / (2 * n)
+    r = np.sqrt(1 - x**2)
     turn = np.pi * (3 - np.sqrt(5)) * i
-    n = np.column_stack([r * np.cos(turn), r * np.sin(turn), z])
+    pts = np.column_stack([x, r * np.cos(turn), r * np.sin(turn)])
+    return pts[x > 0]
+
+
+def _mirror_closed(half, scale):
+    """The six ±axes, the ``half`` normals and their mirror images (−x, z, −τ), in wrench units.
+
+    A mirror-closed set keeps W(d, −φ) the exact mirror of W(d, φ).
+    """
+    n = np.vstack([_AXES, half, half * MIRROR])
     A = n / np.asarray(scale)
     return A / np.linalg.norm(A, axis=1, keepdims=True)
+
+
+def _check_K(K: int):
+    if K < 8 or K % 2:
+        raise ValueError(f"the number of fixed normals must be even and at least 8, got {K}")
+
+
+def fixed_normals(K: int, scale) -> np.ndarray:
+    """K unit facet normals (in wrench units) spread evenly in the scaled space, mirror-closed."""
+    _check_K(K)
+    return _mirror_closed(_half_sphere((K - 6) // 2), scale)
 
 
 def fitted_normals(point_sets, scale, K: int, iterations: int = 50) -> np.ndarray:
     """K facet normals fitted to the hulls of many point sets (e.g. a model's training configurations).
 
-    Spherical k-means of the hulls' facet normals (in the scaled space,
-    weighted by facet area), started from the Fibonacci sphere; six of the K
-    stay on the ±axes so that {A w ≤ b} is always bounded. Deterministic.
+    Spherical k-means (weighted by facet area, in the scaled space) of the
+    hulls' facet normals folded onto the half x ≥ 0 by the mirror map, then
+    mirrored back; the six ±axes are always kept, so {A w ≤ b} is bounded.
+    Deterministic.
     """
+    _check_K(K)
     normals, weights = [], []
     for p in point_sets:
         pts = np.vstack([np.asarray(p) / scale, np.zeros(3)])
@@ -87,18 +114,17 @@ def fitted_normals(point_sets, scale, K: int, iterations: int = 50) -> np.ndarra
         tri = pts[hull.simplices]
         normals.append(hull.equations[:, :3])
         weights.append(np.linalg.norm(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]), axis=1) / hull.area)
-    axes = np.vstack([np.eye(3), -np.eye(3)])
-    centres = fixed_normals(K - 6, np.ones(3))
+    centres = _half_sphere((K - 6) // 2)
     if normals:
         N, w = np.vstack(normals), np.concatenate(weights)
+        N = np.where(N[:, :1] < 0, N * MIRROR, N)
         for _ in range(iterations):
-            label = np.argmax(N @ np.vstack([centres, axes]).T, axis=1)
+            label = np.argmax(N @ centres.T, axis=1)
             for k in range(len(centres)):
                 c = (w[label == k, None] * N[label == k]).sum(axis=0)
                 if np.linalg.norm(c) > 0:
                     centres[k] = c / np.linalg.norm(c)
-    A = np.vstack([centres, axes]) / np.asarray(scale)
-    return A / np.linalg.norm(A, axis=1, keepdims=True)
+    return _mirror_closed(centres, scale)
 
 
 def support_offsets(A, points):

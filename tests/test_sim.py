@@ -1,0 +1,253 @@
+import numpy as np
+import pytest
+
+from granular import scenarios, terrain
+from granular.contact import FootContact, Feet, detect
+from granular.contact_qp import ContactQP, CvxpySolver, OsqpSolver, QuadprogSolver, SolverError
+from granular.errors import GranularError
+from granular.multibody import Body, MultiBody
+from granular.simulate import SimModel, State, step
+
+
+def run(name, **over):
+    spec = scenarios.load(name)
+    duration = over.pop("duration", None)
+    for key, value in over.pop("set", {}).items():
+        section, field = key.split(".")
+        spec[section][field] = value
+    return scenarios.run(spec, duration=duration, **over)
+
+
+# --- dynamics ---------------------------------------------------------------
+
+def chain():
+    return MultiBody((Body("base", 3.0, 0.2, com=(0.05, 0.1)),
+                      Body("upper", 1.5, 0.05, com=(0.0, -0.2), parent="base", joint=(0.1, 0.0), offset=0.3),
+                      Body("lower", 1.0, 0.03, com=(0.0, -0.15), parent="upper", joint=(0.0, -0.3)),
+                      Body("side", 0.5, 0.01, com=(0.1, 0.0), parent="base", joint=(-0.1, 0.05))))
+
+
+def test_bias_forces_match_lagrange_equations():
+    """k = gravity − (Ṁ v − ½ ∂(vᵀ M v)/∂q), checked by finite differences."""
+    mb = chain()
+    rng = np.random.default_rng(0)
+    q, v = rng.normal(size=mb.ndof), rng.normal(size=mb.ndof)
+    M, k = mb.dynamics(q, v)
+    eps = 1e-6
+    M_dot = (mb.dynamics(q + eps * v, v)[0] - mb.dynamics(q - eps * v, v)[0]) / (2 * eps)
+    dT = np.array([(v @ mb.dynamics(q + eps * e, v)[0] @ v - v @ mb.dynamics(q - eps * e, v)[0] @ v) / (4 * eps)
+                   for e in np.eye(mb.ndof)])
+    grad_V = np.array([(mb.energy(q + eps * e, 0 * v) - mb.energy(q - eps * e, 0 * v)) / (2 * eps)
+                       for e in np.eye(mb.ndof)])
+    np.testing.assert_allclose(k, -grad_V - (M_dot @ v - dT), rtol=1e-5, atol=1e-6)
+    assert np.all(np.linalg.eigvalsh(M) > 0)
+
+
+def test_free_chain_conserves_energy_without_contact():
+    """Semi-implicit Euler keeps the energy of a tumbling chain within a small bounded band."""
+    mb = chain()
+    model = SimModel(mb, (FootContact("f", 3),), terrain.flat(-100.0), wrench_model(), dt=1e-4)
+    state = State(0.0, np.zeros(mb.ndof), np.array([0.3, 1.0, 2.0, -3.0, 1.5, 4.0]))
+    e0 = mb.energy(state.q, state.v)
+    energies = []
+    for i in range(5000):
+        state, _ = step(model, state, np.zeros(mb.ndof), QuadprogSolver(), i)
+        energies.append(mb.energy(state.q, state.v))
+    assert np.max(np.abs(np.array(energies) - e0)) < 2e-3 * abs(e0) + 0.05
+
+
+_wm = {}
+
+
+def wrench_model(medium="sand"):
+    if medium not in _wm:
+        _wm[medium] = scenarios.wrench_model(medium)
+    return _wm[medium]
+
+
+# --- contact geometry ---------------------------------------------------------
+
+def foot_model(ground):
+    mb = MultiBody((Body("foot", 7.357, 0.061, com=(0.0, 0.15)),))
+    return mb, Feet((FootContact("foot", 0),))
+
+
+def test_contact_geometry_flat():
+    mb, feet = foot_model(terrain.flat(0.1))
+    for z, angle in [(0.05, 0.0), (0.08, 0.4), (0.12, -0.3), (-0.5, 2.5)]:
+        q = np.array([0.3, z, angle])
+        f = detect(mb, feet, terrain.flat(0.1), mb.frames(q))
+        assert f.theta[0, 0] == pytest.approx(z - 0.1)
+        assert f.theta[0, 1] == pytest.approx(np.clip(angle, -np.pi / 2, np.pi / 2))
+        assert f.active[0] == (z < 0.1)
+        np.testing.assert_allclose(f.p_center[0], [0.3, z])
+
+
+def test_contact_geometry_on_a_slope():
+    alpha = 0.3
+    ground = terrain.slope(alpha)
+    mb, feet = foot_model(ground)
+    # a foot standing along the slope's normal, 0.02 below the surface at x = 0
+    n = np.array([-np.sin(alpha), np.cos(alpha)])
+    p = -0.02 * n
+    f = detect(mb, feet, ground, mb.frames(np.array([p[0], p[1], alpha])))
+    assert f.theta[0] == pytest.approx([-0.02, 0.0])
+    np.testing.assert_allclose(f.normal[0], n)
+    # a world-vertical foot on that slope is tilted by −α from the normal
+    f = detect(mb, feet, ground, mb.frames(np.array([p[0], p[1], 0.0])))
+    assert f.theta[0, 1] == pytest.approx(-alpha)
+    # J_t gives the twist in F_c: moving along the world x has a component along −n
+    twist = f.Jt[0] @ np.array([1.0, 0.0, 0.0])
+    np.testing.assert_allclose(twist[:2], [np.cos(alpha), -np.sin(alpha)])
+
+
+def test_piecewise_terrain_heights_and_normals():
+    ground = terrain.Terrain((-1.0, 0.0, 1.0), (0.5, 0.0, 0.0))
+    assert ground.height(-0.5) == pytest.approx(0.25)
+    assert ground.height(0.5) == pytest.approx(0.0)
+    pc, n, h = ground.closest([[0.5, 0.1], [-0.5, 0.25 + 0.1]])
+    np.testing.assert_allclose(h, [0.1, 0.1 * np.cos(np.arctan(0.5))])
+    np.testing.assert_allclose(n[0], [0.0, 1.0])
+    with pytest.raises(GranularError, match="strictly increasing"):
+        terrain.Terrain((0.0, 0.0), (1.0, 2.0))
+
+
+# --- the QP -----------------------------------------------------------------
+
+def random_qp(rng, model, feet=2, representation="exact"):
+    n = 3 * feet + 3  # more dofs than contact impulses: a strictly convex QP, unique c
+    L = rng.normal(size=(n, n))
+    M = L @ L.T + n * np.eye(n)
+    thetas = np.column_stack([rng.uniform(-0.06, -0.005, feet), rng.uniform(-1.0, 1.0, feet)])
+    if representation == "exact":
+        spaces = model.halfspaces(thetas)
+    else:
+        A = model.fixed_normals(32)
+        spaces = [(A, b) for b in model.offsets(A, thetas)]
+    h = 1e-3
+    return ContactQP(M=M, v=rng.normal(size=n), impulse=h * rng.normal(size=n) * 50,
+                     Jt=rng.normal(size=(3 * feet, n)), Jp=rng.normal(size=(3 * feet, n)),
+                     Mg=np.tile([14.7, 14.7, 0.12], feet), A=[A for A, _ in spaces], ub=[h * b for _, b in spaces])
+
+
+@pytest.mark.parametrize("representation", ["exact", "fixed"])
+def test_solvers_agree_with_the_reference(representation):
+    rng = np.random.default_rng(7)
+    model = wrench_model()
+    active_seen = 0
+    for trial in range(12):
+        qp = random_qp(rng, model, feet=1 + trial % 3, representation=representation)
+        ref = CvxpySolver().solve(qp)
+        scale = max(np.abs(ref).max(), 1e-9)
+        for solver in (QuadprogSolver(), OsqpSolver()):
+            c = solver.solve(qp)
+            assert np.abs(c - ref).max() <= 1e-6 * scale, (solver.name, trial)
+        A, ub = qp.stacked_constraints()
+        active_seen += np.any(A @ ref > ub - 1e-7 * np.abs(ub).max())
+    assert active_seen >= 6, "the instances should exercise active constraints"
+
+
+def test_osqp_keeps_its_workspace_when_the_structure_stays():
+    rng = np.random.default_rng(3)
+    model = wrench_model()
+    solver = OsqpSolver()
+    qp1 = random_qp(rng, model, feet=2, representation="fixed")
+    solver.solve(qp1)
+    workspace = solver._solver
+    qp2 = random_qp(rng, model, feet=2, representation="fixed")
+    c = solver.solve(qp2)
+    assert solver._solver is workspace
+    np.testing.assert_allclose(c, CvxpySolver().solve(qp2), atol=1e-6 * np.abs(c).max())
+
+
+def test_solver_failure_names_the_step_and_contact():
+    class Broken:
+        name = "broken"
+
+        def solve(self, qp):
+            return np.full(qp.Jt.shape[0], np.nan)
+
+    model, state, controller, _ = scenarios.build(scenarios.load("drop-upright"))
+    state = State(0.0, np.array([0.0, -0.02, 0.0]), np.zeros(3))
+    with pytest.raises(SolverError, match=r"step 17 \(t = 0.0000 s\), contacts foot \(d=-0.0200 m"):
+        step(model, state, np.zeros(3), Broken(), 17)
+
+
+# --- invariants of whole runs -------------------------------------------------
+
+@pytest.mark.parametrize("name", ["drop-upright", "drop-slope", "drop-tilted"])
+def test_passive_drops_never_gain_energy(name):
+    """The shipped drops (paper's M_g, default fixed normals): no step raises the mechanical
+    energy by more than 1e-9 J (observed ≤ 1e-12 J: semi-implicit Euler loses ½ m g² h² per step)."""
+    rec = run(name)
+    assert np.diff(rec.energy).max() <= 1e-9
+    assert rec.energy[-1] < rec.energy[0]
+
+
+@pytest.mark.parametrize("representation", ["fixed", "exact"])
+@pytest.mark.parametrize("seed", range(4))
+def test_without_grain_term_contact_never_does_work(representation, seed):
+    """With M_g = 0 the QP's optimality conditions make the contact power −λᵀ h b ≤ 0, so even
+    a foot kicked over in any direction never gains energy (bound 1e-9 J per step)."""
+    rng = np.random.default_rng(seed)
+    spec = scenarios.load("drop-upright")
+    spec["robot"]["grain_mass"] = [0.0, 0.0, 0.0]
+    spec["initial"] = {"height": float(rng.uniform(-0.03, 0.02)), "angle": float(rng.uniform(-0.8, 0.8)),
+                       "vx": float(rng.normal() * 0.3), "vz": float(rng.normal() * 0.3), "omega": float(rng.normal() * 2)}
+    rec = scenarios.run(spec, duration=0.7, representation=representation)
+    assert np.diff(rec.energy).max() <= 1e-9
+
+
+def test_foot_at_rest_stays_put_for_5_s():
+    spec = scenarios.load("drop-upright")
+    settled = scenarios.run(spec, duration=1.0)
+    spec["initial"] = {"x": float(settled.q[-1, 0]), "z": float(settled.q[-1, 1]), "angle": 0.0}
+    rec = scenarios.run(spec, duration=5.0)
+    assert np.abs(rec.q - rec.q[0]).max() < 1e-6
+    assert np.abs(rec.v).max() < 1e-6
+    assert rec.active.all()
+
+
+def test_drop_outcomes():
+    upright = scenarios.summary(run("drop-upright"))["bodies"]["foot"]
+    assert abs(upright["final"]["angle"]) < 1e-6 and abs(upright["final"]["vz"]) < 1e-6
+    slope = run("drop-slope")
+    tilt = slope.q[:, 2] - slope.q[0, 2]
+    assert np.abs(tilt).max() > 0.005, "on a slope it should begin to tip"
+    assert np.abs(tilt).max() < 0.1 and np.abs(slope.v[-1]).max() < 1e-6, "and then balance"
+    tilted = run("drop-tilted")
+    assert tilted.q[-1, 2] > 1.2, "tilted 0.2 rad it should tip over"
+    assert np.abs(tilted.v[-1]).max() < 1e-6, "and come to rest"
+
+
+def test_mirrored_drops_mirror_each_other():
+    plus = run("drop-tilted", duration=1.0)
+    minus = run("drop-tilted", duration=1.0, set={"initial.angle": -0.2})
+    np.testing.assert_allclose(minus.q[:, 0], -plus.q[:, 0], atol=1e-9)
+    np.testing.assert_allclose(minus.q[:, 1], plus.q[:, 1], atol=1e-9)
+    np.testing.assert_allclose(minus.q[:, 2], -plus.q[:, 2], atol=1e-9)
+
+
+def test_tracking_resistance_grows_with_depth():
+    rec = run("foot-track-straight")
+    depth = -rec.theta[:, 0, 0]
+    deep, shallow = depth > 0.03, (depth > 0.005) & (depth < 0.015)
+    assert rec.wrench[deep, 0, 1].mean() > 2 * rec.wrench[shallow, 0, 1].mean() > 0
+    assert np.abs(rec.wrench[deep, 0, 2]).mean() > np.abs(rec.wrench[shallow, 0, 2]).mean()
+
+
+def test_bad_scenarios_are_clear_errors(tmp_path):
+    with pytest.raises(GranularError, match="unknown scenario 'nope'; known: .*drop-upright"):
+        scenarios.load("nope")
+    bad = tmp_path / "bad.toml"
+    bad.write_text('duration = 1.0\n[robot]\nkind = "foot"\nmass = -3\n')
+    with pytest.raises(GranularError, match="mass must be a positive number"):
+        scenarios.build(scenarios.load(str(bad)))
+    bad.write_text('duration = 1.0\nrobot = {}\n[terrain]\nkind = "hill"\n')
+    with pytest.raises(GranularError, match="unknown kind 'hill'"):
+        scenarios.build(scenarios.load(str(bad)))
+    bad.write_text('duration = 1.0\nspeed = 3\nrobot = {}\n')
+    with pytest.raises(GranularError, match="unknown key\\(s\\) speed"):
+        scenarios.load(str(bad))
+    with pytest.raises(GranularError, match="unknown medium 'mud'"):
+        scenarios.build(scenarios.load("drop-upright"), medium="mud")
