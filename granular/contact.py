@@ -14,10 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from .foot import Foot
-from .frames import cross2
-from .multibody import place, rotate
+from .multibody import _jacobians
+from .terrain import closest
 
 
 @dataclass(frozen=True)
@@ -67,19 +68,34 @@ class ContactFrames:
 def detect(mb, feet: Feet, terrain, frames) -> ContactFrames:
     """Contact configurations and Jacobians of all feet, given the bodies' frames (angle, origin)."""
     angle, origin = frames
-    N = len(feet.bodies)
-    both = np.concatenate([feet.bodies, feet.bodies])
-    J = mb.jacobians(angle, origin, both, feet.points)
+    theta, p_center, normal, Jt, Jp = _detect(angle, origin, mb.chain, feet.bodies, feet.points, feet.axis,
+                                              *terrain.arrays)
+    return ContactFrames(theta, theta[:, 0] < 0, p_center, normal, Jt, Jp)
+
+
+@njit(cache=True)
+def _detect(angle, origin, chain, bodies, points, axis_local, ta, tt, tn, tlo, thi):
+    N = len(bodies)
+    J = _jacobians(angle, origin, chain, np.concatenate((bodies, bodies)), points)
     Jp, Jr = J[:N], J[N:]
-    p_center = place(angle[feet.bodies], origin[feet.bodies], feet.points[:N])
-    axis = rotate(angle[feet.bodies], feet.axis)
-    _, normal, d = terrain.closest(p_center)
-    nx, nz = normal[:, 0:1], normal[:, 1:2]
+    p_center = np.empty((N, 2))
+    axis = np.empty((N, 2))
+    for i in range(N):
+        c, s = np.cos(angle[bodies[i]]), np.sin(angle[bodies[i]])
+        o = origin[bodies[i]]
+        p_center[i, 0] = o[0] + c * points[i, 0] - s * points[i, 1]
+        p_center[i, 1] = o[1] + s * points[i, 0] + c * points[i, 1]
+        axis[i, 0] = c * axis_local[i, 0] - s * axis_local[i, 1]
+        axis[i, 1] = s * axis_local[i, 0] + c * axis_local[i, 1]
+    _, normal, height = closest(p_center, ta, tt, tn, tlo, thi)
     theta = np.empty((N, 2))
-    theta[:, 0] = d
-    theta[:, 1] = np.clip(np.arctan2(cross2(normal, axis), (normal * axis).sum(axis=1)), -np.pi / 2, np.pi / 2)
-    # Into F_c's axes: x along the tangent t = (n_z, −n_x), z along n.
     Jt = Jr.copy()
-    Jt[:, 0] = nz * Jr[:, 0] - nx * Jr[:, 1]
-    Jt[:, 1] = nx * Jr[:, 0] + nz * Jr[:, 1]
-    return ContactFrames(theta, d < 0, p_center, normal, Jt, Jp)
+    for i in range(N):
+        nx, nz = normal[i, 0], normal[i, 1]
+        phi = np.arctan2(nx * axis[i, 1] - nz * axis[i, 0], nx * axis[i, 0] + nz * axis[i, 1])
+        theta[i, 0] = height[i]
+        theta[i, 1] = min(max(phi, -np.pi / 2), np.pi / 2)
+        # into F_c's axes: x along the tangent t = (n_z, −n_x), z along n
+        Jt[i, 0] = nz * Jr[i, 0] - nx * Jr[i, 1]
+        Jt[i, 1] = nx * Jr[i, 0] + nz * Jr[i, 1]
+    return theta, p_center, normal, Jt, Jp

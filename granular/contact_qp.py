@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
+from numba import njit
 
 from .errors import GranularError
 
@@ -51,27 +52,23 @@ class ContactQP:
     ub: list
 
     @cached_property
-    def M_inv(self):
-        return np.linalg.inv(self.M)  # small and well conditioned (positive masses and inertias)
+    def _reduced(self):
+        return reduce_qp(self.M, self.Jt, self.Jp, self.Mg, self.v, self.impulse)
 
-    @cached_property
-    def v_free(self):
-        return self.v + self.M_inv @ self.impulse
-
-    @cached_property
-    def B(self):
-        return self.M_inv @ self.Jt.T
-
-    @cached_property
-    def H(self):
-        return self.M + self.Jp.T @ (self.Mg[:, None] * self.Jp)
-
-    @cached_property
+    @property
     def reduced(self):
         """(P, g) of the reduced QP ½ cᵀ P c + gᵀ c."""
-        HB = self.H @ self.B
-        P = self.B.T @ HB
-        return 0.5 * (P + P.T), HB.T @ self.v_free
+        return self._reduced[0], self._reduced[1]
+
+    @property
+    def B(self):
+        """M⁻¹ J_tᵀ: the velocity change per unit contact impulse."""
+        return self._reduced[2]
+
+    @property
+    def v_free(self):
+        """v⁺ without contact impulses."""
+        return self._reduced[3]
 
     def velocity(self, c):
         """v⁺ for contact impulses c."""
@@ -86,6 +83,18 @@ class ContactQP:
         for i, block in enumerate(self.A):
             A[rows[i]:rows[i + 1], 3 * i:3 * i + 3] = block
         return A, np.concatenate(self.ub)
+
+
+@njit(cache=True)
+def reduce_qp(M, Jt, Jp, Mg, v, impulse):
+    """P = Bᵀ H B and g = Bᵀ H v_free with B = M⁻¹ J_tᵀ, H = M + J_pᵀ M_g J_p, v_free = v + M⁻¹ impulse."""
+    M_inv = np.linalg.inv(M)  # small and well conditioned (positive masses and inertias)
+    v_free = v + M_inv @ impulse
+    B = M_inv @ np.ascontiguousarray(Jt.T)
+    H = M + Jp.T @ (Mg.reshape(-1, 1) * Jp)
+    HB = H @ B
+    P = B.T @ HB
+    return 0.5 * (P + P.T), HB.T @ v_free, B, v_free
 
 
 class CvxpySolver:
@@ -124,13 +133,17 @@ def polish(P, g, A, ub, c, y):
 
     scale = max(np.abs(ub).max(), 1e-300)
     slack = ub - A @ c
-    guesses = [(slack <= cut * scale) | (y > cut * max(np.abs(y).max(), 1e-300)) for cut in (1e-7, 1e-5, 1e-3)]
-    order = np.argsort(slack)
-    for k in range(1, min(len(ub), 2 * len(g)) + 1):
-        S = np.zeros(len(ub), dtype=bool)
-        S[order[:k]] = True
-        guesses.append(S)
-    for S in guesses:
+
+    def guesses():
+        for cut in (1e-7, 1e-5, 1e-3):
+            yield (slack <= cut * scale) | (y > cut * max(np.abs(y).max(), 1e-300))
+        order = np.argsort(slack)
+        for k in range(1, min(len(ub), 2 * len(g)) + 1):
+            S = np.zeros(len(ub), dtype=bool)
+            S[order[:k]] = True
+            yield S
+
+    for S in guesses():
         k = int(S.sum())
         kkt = np.block([[P, A[S].T], [A[S], np.zeros((k, k))]])
         x = np.linalg.lstsq(kkt, np.concatenate([-g, ub[S]]), rcond=None)[0][:len(g)]

@@ -22,6 +22,7 @@ from . import regressors, wrenchspace
 from .errors import GranularError, GranularWarning
 from .frames import MIRROR
 from .h5io import atomic_h5, attr, read_h5
+from .regressors import mirror_average
 from .sampling import mirror_permutation
 
 _FLIP_PHI = np.array([1.0, -1.0])
@@ -128,8 +129,8 @@ class WrenchSpaceModel:
         X = X if self.active.all() else X[:, self.active]
         if self._linear is not None:
             reg, coef = self._linear
-            F = reg.features(X)
-            return (np.hstack([F[:k], F[k:]]) @ coef).reshape(k, self.m, 3)
+            return mirror_average(X, reg.centers, reg._c2, reg.KERNELS[reg.kernel], reg.degree,
+                                  coef).reshape(k, self.m, 3)
         both = np.empty((2 * k, self.m, 3))
         for cols, reg in self._groups:
             both[:, cols] = reg.predict(X).reshape(2 * k, len(cols), 3)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from numba import njit
 
 from .errors import GranularError
 
@@ -77,16 +78,13 @@ class MultiBody:
                 a = parent[a]
         set_ = object.__setattr__
         set_(self, "names", names)
-        set_(self, "parent", np.array(parent))
+        set_(self, "parent", np.array(parent, dtype=np.int64))
         set_(self, "chain", chain)
         set_(self, "mass", np.array([b.mass for b in self.bodies]))
         set_(self, "inertia", np.array([b.inertia for b in self.bodies]))
         set_(self, "com", np.array([b.com for b in self.bodies], dtype=float))
         set_(self, "joint", np.array([b.joint for b in self.bodies], dtype=float))
         set_(self, "offset", np.array([b.offset for b in self.bodies], dtype=float))
-        set_(self, "_weights", np.column_stack([self.mass, self.mass, self.inertia]).ravel())
-        set_(self, "_both", np.concatenate([np.arange(nb), np.arange(nb)]))
-        set_(self, "_both_local", np.vstack([self.com, np.zeros((nb, 2))]))
 
     @property
     def ndof(self) -> int:
@@ -100,15 +98,7 @@ class MultiBody:
 
     def frames(self, q):
         """World angle (nb,) and origin (nb, 2) of every body frame."""
-        angle = self.chain @ q[2:] + self.chain @ self.offset
-        origin = np.empty((len(self.bodies), 2))
-        origin[0] = q[:2]
-        c, s = np.cos(angle), np.sin(angle)
-        for i in range(1, len(self.bodies)):
-            p = self.parent[i]
-            jx, jz = self.joint[i]
-            origin[i] = origin[p] + (c[p] * jx - s[p] * jz, s[p] * jx + c[p] * jz)
-        return angle, origin
+        return _frames(np.asarray(q, dtype=float), self.parent, self.joint, self.offset)
 
     def points(self, q, bodies, local):
         """World positions (k, 2) of points ``local`` (k, 2) fixed in ``bodies`` (k,)."""
@@ -117,32 +107,14 @@ class MultiBody:
 
     def jacobians(self, angle, origin, bodies, local):
         """Twist Jacobians (k, 3, ndof) of points fixed in bodies: rows v_x, v_z, ω."""
-        pts = place(angle[bodies], origin[bodies], np.asarray(local, float))
-        lever = pts[:, None, :] - origin[None, :, :]  # from every pivot to each point
-        mask = self.chain[bodies]
-        J = np.zeros((len(pts), 3, self.ndof))
-        J[:, 0, 0] = 1.0
-        J[:, 1, 1] = 1.0
-        J[:, 0, 2:] = -lever[..., 1] * mask
-        J[:, 1, 2:] = lever[..., 0] * mask
-        J[:, 2, 2:] = mask
-        return J
+        return _jacobians(angle, origin, self.chain, np.asarray(bodies, dtype=np.int64),
+                          np.asarray(local, dtype=float))
 
     def dynamics(self, q, v, frames=None):
         """Mass matrix M (n, n) and generalized forces k (n,) = gravity − Coriolis/centrifugal."""
         angle, origin = self.frames(q) if frames is None else frames
-        nb = len(self.bodies)
-        J2 = self.jacobians(angle, origin, self._both, self._both_local)  # COMs, then frame origins
-        J = J2[:nb].reshape(3 * nb, self.ndof)
-        M = J.T @ (self._weights[:, None] * J)
-        # Acceleration of each COM at q̈ = 0: Σ_a q̇_a ω × (v_com − v_pivot_a) over its chain.
-        vel = J2[:, :2] @ v
-        rel = vel[:nb, None, :] - vel[None, nb:, :]
-        w = self.chain * v[2:]
-        force = np.zeros((nb, 3))  # per body: −m (bias acceleration + gravity), no torque
-        force[:, 0] = self.mass * (w * rel[..., 1]).sum(axis=1)
-        force[:, 1] = -self.mass * ((w * rel[..., 0]).sum(axis=1) + self.gravity)
-        return M, J.T @ force.ravel()
+        return _dynamics(angle, origin, np.asarray(v, dtype=float), self.chain, self.com, self.mass,
+                         self.inertia, self.gravity)
 
     def energy(self, q, v):
         """Kinetic plus gravitational potential energy (J)."""
@@ -170,3 +142,63 @@ def rotate(angle, local):
     out[:, 0] = c * local[:, 0] - s * local[:, 1]
     out[:, 1] = s * local[:, 0] + c * local[:, 1]
     return out
+
+
+# --- compiled kernels (numba): the simulation's hot loop calls these every step ---------------
+
+@njit(cache=True)
+def _frames(q, parent, joint, offset):
+    nb = len(parent)
+    angle = np.empty(nb)
+    origin = np.empty((nb, 2))
+    angle[0] = q[2] + offset[0]
+    origin[0, 0], origin[0, 1] = q[0], q[1]
+    for i in range(1, nb):
+        p = parent[i]
+        angle[i] = angle[p] + q[2 + i] + offset[i]
+        c, s = np.cos(angle[p]), np.sin(angle[p])
+        origin[i, 0] = origin[p, 0] + c * joint[i, 0] - s * joint[i, 1]
+        origin[i, 1] = origin[p, 1] + s * joint[i, 0] + c * joint[i, 1]
+    return angle, origin
+
+
+@njit(cache=True)
+def _jacobians(angle, origin, chain, bodies, local):
+    """J (k, 3, n): a point's velocity is v_base + Σ_a q̇_a ω × (p − pivot_a) over its chain."""
+    k, nb = len(bodies), len(angle)
+    J = np.zeros((k, 3, nb + 2))
+    for j in range(k):
+        b = bodies[j]
+        c, s = np.cos(angle[b]), np.sin(angle[b])
+        px = origin[b, 0] + c * local[j, 0] - s * local[j, 1]
+        pz = origin[b, 1] + s * local[j, 0] + c * local[j, 1]
+        J[j, 0, 0] = 1.0
+        J[j, 1, 1] = 1.0
+        for a in range(nb):
+            if chain[b, a] > 0:
+                J[j, 0, 2 + a] = -(pz - origin[a, 1])
+                J[j, 1, 2 + a] = px - origin[a, 0]
+                J[j, 2, 2 + a] = 1.0
+    return J
+
+
+@njit(cache=True)
+def _dynamics(angle, origin, v, chain, com, mass, inertia, gravity):
+    nb, n = len(angle), len(v)
+    Jc = _jacobians(angle, origin, chain, np.arange(nb), com)
+    Jo = _jacobians(angle, origin, chain, np.arange(nb), np.zeros((nb, 2)))
+    M = np.zeros((n, n))
+    k = np.zeros(n)
+    for b in range(nb):
+        Jb = Jc[b]
+        M += mass[b] * (np.outer(Jb[0], Jb[0]) + np.outer(Jb[1], Jb[1])) + inertia[b] * np.outer(Jb[2], Jb[2])
+        vb = Jb[:2] @ v
+        # acceleration of the COM at q̈ = 0: Σ_a q̇_a ω × (v_com − v_pivot_a) over its chain
+        ax, az = 0.0, 0.0
+        for a in range(nb):
+            if chain[b, a] > 0:
+                va = Jo[a, :2] @ v
+                ax -= v[2 + a] * (vb[1] - va[1])
+                az += v[2 + a] * (vb[0] - va[0])
+        k -= mass[b] * (Jb[0] * ax + Jb[1] * (az + gravity))
+    return M, k

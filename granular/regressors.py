@@ -12,6 +12,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+from numba import njit
 from .errors import GranularError
 
 
@@ -26,12 +27,7 @@ class RBF:
     """
 
     name = "rbf"
-    #: φ as functions of the squared distance r² (saves the square root).
-    KERNELS = {
-        "thin_plate_spline": lambda r2: 0.5 * r2 * np.log(r2 + 1e-300),  # r² log r, 0 at r = 0
-        "cubic": lambda r2: r2 ** 1.5,
-        "linear": lambda r2: -np.sqrt(r2),
-    }
+    KERNELS = {"thin_plate_spline": 0, "cubic": 1, "linear": 2}  # ids for the compiled features
 
     def __init__(self, kernel: str = "thin_plate_spline", degree: int = 1):
         if kernel not in self.KERNELS:
@@ -43,13 +39,10 @@ class RBF:
     def params(self) -> dict:
         return {"kernel": self.kernel, "degree": self.degree}
 
-    def _poly(self, X):
-        return np.hstack([np.ones((len(X), 1)), X]) if self.degree == 1 else np.ones((len(X), 1))
-
     def features(self, X):
         """F(x) (k, n + p): kernel values against the n training points, then the polynomial terms."""
-        r2 = np.maximum((X * X).sum(axis=1)[:, None] + self._c2 - 2.0 * X @ self.centers.T, 0.0)
-        return np.hstack([self.KERNELS[self.kernel](r2), self._poly(X)])
+        return rbf_features(np.asarray(X, dtype=float), self.centers, self._c2, self.KERNELS[self.kernel],
+                            self.degree)
 
     def fit(self, X, Y):
         from scipy.linalg import solve
@@ -70,6 +63,41 @@ class RBF:
 
     def predict(self, X):
         return self.features(np.asarray(X, dtype=float)) @ self.coef
+
+
+@njit(cache=True)
+def rbf_features(X, centers, c2, kernel, degree):
+    """[φ(‖x − x_j‖)…, 1, x…] per row of X; φ = r² log r, r³ or −r (kernel 0, 1, 2)."""
+    k, n, dim = X.shape[0], centers.shape[0], X.shape[1]
+    F = np.empty((k, n + 1 + dim * degree))
+    for i in range(k):
+        x2 = 0.0
+        for d in range(dim):
+            x2 += X[i, d] * X[i, d]
+        for j in range(n):
+            dot = 0.0
+            for d in range(dim):
+                dot += X[i, d] * centers[j, d]
+            r2 = max(x2 + c2[j] - 2.0 * dot, 0.0)
+            if kernel == 0:
+                F[i, j] = 0.5 * r2 * np.log(r2) if r2 > 0.0 else 0.0
+            elif kernel == 1:
+                F[i, j] = r2 ** 1.5
+            else:
+                F[i, j] = -np.sqrt(r2)
+        F[i, n] = 1.0
+        for d in range(dim * degree):
+            F[i, n + 1 + d] = X[i, d]
+    return F
+
+
+@njit(cache=True)
+def mirror_average(X, centers, c2, kernel, degree, coef):
+    """½ (F(x) C + F(x̄) C') for X = [x; x̄] (2k rows): the model's folded, mirror-averaged RBF."""
+    k = X.shape[0] // 2
+    F = rbf_features(X, centers, c2, kernel, degree)
+    n = F.shape[1]
+    return F[:k] @ coef[:n] + F[k:] @ coef[n:]
 
 
 class GP:

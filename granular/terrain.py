@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from .errors import GranularError
 
@@ -53,26 +54,41 @@ class Terrain:
     def _segment(self, x):
         return np.clip(np.searchsorted(self._x, x, side="right") - 1, 0, len(self._x) - 2)
 
+    @property
+    def arrays(self):
+        """(start points, unit tangents, normals, lower and upper arc-length limits) of the segments."""
+        return self._a, self._t, self._n, self._lo, self._hi
+
     def closest(self, p):
         """For points ``p`` (N, 2): closest surface points (N, 2), outward normals (N, 2), signed heights (N,).
 
         The end segments extend to infinity. In the wedge above a convex kink
-        the closest point is the kink, and the normal is that of the segment
-        the point projects onto first.
+        the closest point is the kink, and the normal is that of the first
+        segment reaching it.
         """
-        p = np.asarray(p, dtype=float).reshape(-1, 2)
-        if len(self._n) == 1:  # a plane: project onto it
-            n = self._n[0]
-            height = (p - self._a[0]) @ n
-            return p - height[:, None] * n, np.broadcast_to(n, p.shape), height
-        rel = p[:, None, :] - self._a[None]
-        s = np.clip(np.einsum("nsd,sd->ns", rel, self._t), self._lo, self._hi)
-        foot = self._a[None] + s[..., None] * self._t[None]
-        dist = np.einsum("nsd,nsd->ns", p[:, None, :] - foot, p[:, None, :] - foot)
-        i = np.argmin(dist, axis=1)
-        rows = np.arange(len(p))
-        pc, n = foot[rows, i], self._n[i]
-        return pc, n, np.einsum("nd,nd->n", p - pc, n)
+        return closest(np.asarray(p, dtype=float).reshape(-1, 2), *self.arrays)
+
+
+@njit(cache=True)
+def closest(p, a, t, n, lo, hi):
+    """Closest points, normals and signed heights of points ``p`` over segments (see Terrain.closest)."""
+    N, S = len(p), len(a)
+    foot = np.empty((N, 2))
+    normal = np.empty((N, 2))
+    height = np.empty(N)
+    for i in range(N):
+        best = np.inf
+        for j in range(S):
+            s = (p[i, 0] - a[j, 0]) * t[j, 0] + (p[i, 1] - a[j, 1]) * t[j, 1]
+            s = min(max(s, lo[j]), hi[j])
+            fx, fz = a[j, 0] + s * t[j, 0], a[j, 1] + s * t[j, 1]
+            dist = (p[i, 0] - fx) ** 2 + (p[i, 1] - fz) ** 2
+            if dist < best:
+                best = dist
+                foot[i, 0], foot[i, 1] = fx, fz
+                normal[i, 0], normal[i, 1] = n[j, 0], n[j, 1]
+        height[i] = (p[i, 0] - foot[i, 0]) * normal[i, 0] + (p[i, 1] - foot[i, 1]) * normal[i, 1]
+    return foot, normal, height
 
 
 def flat(height: float = 0.0) -> Terrain:

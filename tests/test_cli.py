@@ -71,3 +71,41 @@ def test_bad_input_is_one_clear_line(args, message, tmp_path):
     assert proc.returncode == 2
     assert message in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_sim_json_schema_and_outputs(tmp_path):
+    out = granular("sim", "drop-upright", "--duration", 0.5, "--json", "--out", tmp_path / "run.h5",
+                   "--plot", tmp_path / "fig")
+    s = json.loads(out.stdout)
+    for key in ("scenario", "medium", "steps", "dt", "wall_time_s", "bodies", "max_penetration_m", "energy"):
+        assert key in s
+    assert s["scenario"] == "drop-upright" and s["steps"] == 500 and s["dt"] == 0.001
+    for when in ("initial", "final"):
+        assert set(s["bodies"]["foot"][when]) >= {"x", "z", "angle", "vx", "vz", "omega"}
+    assert set(s["energy"]) >= {"initial", "final", "max_step_increase"}
+    assert 0 < s["max_penetration_m"] < 0.05
+    from granular import runfile
+
+    run = runfile.read(tmp_path / "run.h5")
+    assert run["wrench"].shape == (500, 1, 3) and run["slipping"].dtype == bool
+    for name in ("state.png", "wrench.png", "scene.png"):
+        assert (tmp_path / "fig" / name).stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("args,message", [
+    (["sim", "no-such-scenario"], "unknown scenario 'no-such-scenario'"),
+    (["sim", "drop-upright", "--medium", "mud"], "unknown medium 'mud'"),
+    (["sim", "drop-upright", "--dt", "-1"], "dt must be in (0, 0.05]"),
+])
+def test_sim_bad_input(args, message):
+    proc = granular(*args, ok=False)
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_bench_json(tmp_path):
+    out = json.loads(granular("bench", "--quick", "--json").stdout)
+    scene = out["single_foot"]
+    assert {"quadprog/fixed", "cvxpy/exact", "osqp/fixed"} <= set(scene)
+    for row in scene.values():
+        assert row["us_per_step"] > 0 and row["speedup_vs_reference"] > 0
+    assert scene["cvxpy/exact"]["speedup_vs_reference"] == pytest.approx(1.0)

@@ -251,3 +251,11 @@ def test_bad_scenarios_are_clear_errors(tmp_path):
         scenarios.load(str(bad))
     with pytest.raises(GranularError, match="unknown medium 'mud'"):
         scenarios.build(scenarios.load("drop-upright"), medium="mud")
+
+
+@pytest.mark.slow
+def test_default_step_is_accurate_against_a_quarter_step():
+    """h = 1 ms (the default) against h = 0.25 ms on the hardest single-foot run, the tilted drop."""
+    coarse, fine = run("drop-tilted"), run("drop-tilted", dt=2.5e-4)
+    assert np.abs(coarse.q[-1, :2] - fine.q[-1, :2]).max() < 0.005
+    assert abs(coarse.q[-1, 2] - fine.q[-1, 2]) < 0.005
