@@ -192,7 +192,7 @@ class OsqpSolver:
             self._solver = osqp.OSQP()
             self._solver.setup(P_upper, g_s, sp.csc_matrix(A), np.full(len(ub), -np.inf), ub_s, **self.settings)
             self._A = A
-        result = self._solver.solve()
+        result = self._solver.solve(raise_error=False)
         status = result.info.status
         if result.x is None or not np.all(np.isfinite(result.x)):
             raise SolverError(f"OSQP returned status {status!r} and no solution")

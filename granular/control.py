@@ -89,3 +89,78 @@ class Passive:
 
     def __call__(self, t, q, v, memory):
         return np.zeros(self.ndof), memory
+
+
+@dataclass(frozen=True)
+class JointPD:
+    """Joint position control: PD towards ``targets(t)`` (joint angles), torques clipped to the
+    robot's limits and targets to its joint ranges. Output: generalized forces on the joints."""
+
+    robot: object                 # a robots.Quadruped
+    targets: object               # (t, torso pitch) -> joint angles (n − 3,)
+
+    def initial_memory(self):
+        return None
+
+    def __call__(self, t, q, v, memory):
+        r = self.robot
+        goal = np.clip(self.targets(t, q[2]), r.lower[3:], r.upper[3:])
+        u = np.zeros(len(q))
+        u[3:] = np.clip(r.kp[3:] * (goal - q[3:]) - r.kd[3:] * v[3:], -r.max_torque[3:], r.max_torque[3:])
+        return u, memory
+
+
+@dataclass(frozen=True)
+class Keyframes:
+    """Ankle targets relative to the hips, {limb: (x, z)} at given times, linearly interpolated."""
+
+    robot: object
+    times: tuple
+    legs: tuple                   # one {limb: (x, z)} per time
+
+    def __post_init__(self):
+        if len(self.times) != len(self.legs) or not len(self.times) or np.any(np.diff(self.times) <= 0):
+            raise GranularError("keyframes need increasing times and one pose per time")
+        if any(set(frame) != set(self.legs[0]) for frame in self.legs):
+            raise GranularError("every keyframe must give the same limbs")
+
+    def __call__(self, t, pitch=0.0):
+        limbs = self.legs[0]
+        xz = np.array([[frame[limb] for limb in limbs] for frame in self.legs])  # (frames, limbs, 2)
+        at = np.stack([np.interp(t, self.times, xz[:, j, k]) for j in range(len(limbs)) for k in (0, 1)])
+        return self.robot.pose(dict(zip(limbs, at.reshape(-1, 2))), pitch)
+
+
+@dataclass(frozen=True)
+class Trot:
+    """A trot: diagonal pairs (front_1 + rear_2, front_2 + rear_1) swing in turn.
+
+    Each ankle follows, relative to its hip, a stance stroke from +step/2 to
+    −step/2 at height ``z`` (pushing the body forward) and a swing back to
+    +step/2 lifted by ``lift``; ``start`` seconds of standing come first.
+    """
+
+    robot: object
+    period: float = 0.8
+    step: float = 0.12
+    lift: float = 0.08
+    z: float = -0.62
+    start: float = 0.5
+    PAIRS = {"front_1": 0.0, "rear_2": 0.0, "front_2": 0.5, "rear_1": 0.5}
+
+    def legs(self, t):
+        if t < self.start:
+            return {limb: (0.0, self.z) for limb in self.PAIRS}
+        out = {}
+        for limb, shift in self.PAIRS.items():
+            phase = ((t - self.start) / self.period + shift) % 1.0
+            if phase < 0.5:  # swing: lifted, moving forward
+                s = phase / 0.5
+                out[limb] = (self.step * (s - 0.5), self.z + self.lift * np.sin(np.pi * s))
+            else:            # stance: on the ground, moving back
+                s = (phase - 0.5) / 0.5
+                out[limb] = (self.step * (0.5 - s), self.z)
+        return out
+
+    def __call__(self, t, pitch=0.0):
+        return self.robot.pose(self.legs(t), pitch)

@@ -19,9 +19,10 @@ from tqdm import tqdm
 from . import terrain as terrain_mod
 from .contact import FootContact
 from .contact_qp import make_solver
-from .control import Passive, Path as RefPath, PIDTracker
+from .control import JointPD, Keyframes, Passive, Path as RefPath, PIDTracker, Trot
 from .errors import GranularError
 from .multibody import Body, MultiBody
+from .robots import load_quadruped
 from .simulate import SimModel, State, step
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -102,21 +103,30 @@ def build(spec: dict, medium=None, dt=None, solver=None, representation=None):
     """(SimModel, State, controller, solver) for a loaded scenario, with command-line overrides."""
     where = spec["path"]
     wrenches = wrench_model(medium or spec.get("medium", "sand"))
-    robot = spec["robot"]
-    if robot.get("kind", "foot") != "foot":
-        raise GranularError(f"{where}: unknown robot kind {robot.get('kind')!r}")
-    mb, contacts = single_foot(robot, wrenches.dataset.foot, f"{where} [robot]")
+    robot_spec = spec["robot"]
+    kind = robot_spec.get("kind", "foot")
+    robot = None
+    if kind == "foot":
+        mb, contacts = single_foot(robot_spec, wrenches.dataset.foot, f"{where} [robot]")
+    elif kind == "quadruped":
+        if "spec" not in robot_spec:
+            raise GranularError(f"{where} [robot]: kind 'quadruped' needs spec = 'robots/….toml'")
+        robot = load_quadruped(SIM_DIR / robot_spec["spec"], wrenches.dataset.foot)
+        mb, contacts = robot.multibody, robot.contacts
+    else:
+        raise GranularError(f"{where} [robot]: unknown kind {kind!r}; choose 'foot' or 'quadruped'")
     ground = terrain_mod.from_spec(spec.get("terrain", {}), f"{where} [terrain]")
     h = dt or _number(spec, "dt", where, 1e-3, positive=True)
     model = SimModel(mb, contacts, ground, wrenches, dt=h,
                      representation=representation or spec.get("representation", "fixed"),
                      normals=int(spec.get("normals", 32)))
-    state = initial_state(spec.get("initial", {}), mb, ground, f"{where} [initial]")
-    controller = make_controller(spec.get("control", {}), mb, h, f"{where} [control]")
+    controller = make_controller(spec.get("control", {}), mb, h, f"{where} [control]", robot)
+    state = initial_state(spec.get("initial", {}), mb, ground, f"{where} [initial]", controller)
     return model, state, controller, make_solver(solver or spec.get("solver", "quadprog"))
 
 
-def initial_state(init: dict, mb, ground, where):
+def initial_state(init: dict, mb, ground, where, controller=None):
+    """Base pose and velocity from [initial]; joints at the controller's first targets."""
     x = _number(init, "x", where, 0.0)
     if "height" in init:
         z = float(ground.height(x)) + _number(init, "height", where)
@@ -126,10 +136,12 @@ def initial_state(init: dict, mb, ground, where):
     v = np.zeros(mb.ndof)
     q[:3] = x, z, _number(init, "angle", where, 0.0)
     v[:3] = [_number(init, k, where, 0.0) for k in ("vx", "vz", "omega")]
+    if isinstance(controller, JointPD):
+        q[3:] = controller.targets(0.0)
     return State(0.0, q, v)
 
 
-def make_controller(spec: dict, mb, dt, where):
+def make_controller(spec: dict, mb, dt, where, robot=None):
     kind = spec.get("kind", "none")
     if kind == "none":
         return Passive(mb.ndof)
@@ -145,7 +157,34 @@ def make_controller(spec: dict, mb, dt, where):
         weight = float(mb.mass.sum() * mb.gravity) if spec.get("weight_feedforward", True) else 0.0
         gains = {k: tuple(spec[k]) for k in ("kp", "ki", "kd") if k in spec}
         return PIDTracker(path, dt, weight=weight, ndof=mb.ndof, **gains)
-    raise GranularError(f"{where}: unknown control kind {kind!r}; choose 'none' or 'track'")
+    if kind in ("trot", "keyframes", "hold"):
+        if robot is None:
+            raise GranularError(f"{where}: kind {kind!r} needs a legged robot")
+        return JointPD(robot, _gait(kind, spec, robot, where))
+    raise GranularError(f"{where}: unknown control kind {kind!r}; choose none, track, trot, keyframes or hold")
+
+
+def _legs(table: dict, where):
+    try:
+        return {limb: (float(x), float(z)) for limb, (x, z) in table.items()}
+    except (TypeError, ValueError):
+        raise GranularError(f"{where}: legs must map limb names to [x, z] ankle positions") from None
+
+
+def _gait(kind, spec, robot, where):
+    try:
+        if kind == "trot":
+            return Trot(robot, **{k: float(v) for k, v in spec.items() if k != "kind"})
+        if kind == "hold":
+            legs = _legs(spec["legs"], where)
+            return Keyframes(robot, (0.0,), (legs,))
+        frames = spec["frames"]
+        return Keyframes(robot, tuple(float(f["t"]) for f in frames),
+                         tuple(_legs({k: v for k, v in f.items() if k != "t"}, where) for f in frames))
+    except KeyError as exc:
+        raise GranularError(f"{where}: kind {kind!r} needs key {exc}") from None
+    except TypeError as exc:
+        raise GranularError(f"{where}: {exc}") from None
 
 
 @dataclass

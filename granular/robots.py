@@ -1,0 +1,131 @@
+"""Robot specifications (TOML under sim/robots/) turned into multibody models.
+
+A quadruped spec gives the torso, the thigh, shank and foot of a limb, and
+per-joint PD gains, torque and angle limits (see sim/robots/robosimian.toml).
+Each link frame has its origin at its proximal joint and the link hanging
+along its −z axis at zero angle; the foot's p_center is ``foot.length`` below
+its ankle, its axis pointing up to the ankle.
+"""
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .contact import FootContact
+from .errors import GranularError
+from .foot import Foot
+from .multibody import Body, MultiBody
+
+LIMBS = (("front_1", 1.0), ("front_2", 1.0), ("rear_1", -1.0), ("rear_2", -1.0))
+SIDE = dict(LIMBS)
+JOINTS = ("hip", "knee", "ankle")
+
+
+@dataclass(frozen=True)
+class Quadruped:
+    """A planar quadruped: its multibody, its feet, and per-joint control limits."""
+
+    multibody: MultiBody
+    contacts: tuple
+    thigh: float                 # link lengths (m)
+    shank: float
+    hip_x: float
+    hip_z: float
+    kp: np.ndarray               # per generalized dof (0 on the base)
+    kd: np.ndarray
+    max_torque: np.ndarray
+    lower: np.ndarray            # joint angle limits per dof (−inf/inf on the base)
+    upper: np.ndarray
+
+    def joint(self, limb: str, joint: str) -> int:
+        """The generalized coordinate of a joint, e.g. ('front_1', 'knee')."""
+        body = {"hip": "thigh", "knee": "shank", "ankle": "foot"}[joint]
+        return 2 + self.multibody.index(f"{limb}_{body}")
+
+    def leg_angles(self, limb: str, x: float, z: float, pitch: float = 0.0):
+        """Hip, knee and ankle angles putting the ankle at (x, z) from the hip in the torso frame,
+        foot vertical in the world for torso ``pitch``. Knees point outwards (front limbs' forward,
+        rear limbs' backward), which keeps the centre of mass between the hips."""
+        L1, L2 = self.thigh, self.shank
+        r2 = x * x + z * z
+        cos_knee = np.clip((r2 - L1 * L1 - L2 * L2) / (2 * L1 * L2), -1.0, 1.0)
+        knee = -SIDE[limb] * np.arccos(cos_knee)
+        hip = np.arctan2(x, -z) - np.arctan2(L2 * np.sin(knee), L1 + L2 * np.cos(knee))
+        return hip, knee, -(hip + knee) - pitch
+
+    def pose(self, legs: dict, pitch: float = 0.0) -> np.ndarray:
+        """Joint part of q for ankle targets {limb: (x, z)} relative to the hips in world-aligned axes,
+        with the torso at ``pitch``: each leg is lengthened or shortened by the height its hip is
+        off level (front legs shorter when the nose is up), which levels the torso."""
+        q = np.zeros(self.multibody.ndof)
+        c, s = np.cos(pitch), np.sin(pitch)
+        for limb, (x, z) in legs.items():
+            z = z + SIDE[limb] * self.hip_x * s
+            for joint, angle in zip(JOINTS, self.leg_angles(limb, c * x + s * z, -s * x + c * z, pitch)):
+                q[self.joint(limb, joint)] = angle
+        return q[3:]
+
+
+def _value(table, key, where, positive=True):
+    if key not in table:
+        raise GranularError(f"{where}: missing {key!r}")
+    value = table[key]
+    if not isinstance(value, (int, float)) or not np.isfinite(value) or (positive and value <= 0):
+        raise GranularError(f"{where}: {key} must be a {'positive ' if positive else ''}number, got {value!r}")
+    return float(value)
+
+
+def load_quadruped(path, foot: Foot) -> Quadruped:
+    """Build the quadruped of a spec file; ``foot`` is the geometry the medium model was learned for."""
+    path = Path(path)
+    try:
+        spec = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise GranularError(f"robot spec {path}: no such file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise GranularError(f"robot spec {path}: not valid TOML ({exc})") from None
+    where = f"robot spec {path}"
+    for section in ("torso", "thigh", "shank", "foot", "joints"):
+        if section not in spec:
+            raise GranularError(f"{where}: missing section [{section}]")
+    t, th, sh, ft = spec["torso"], spec["thigh"], spec["shank"], spec["foot"]
+    L1, L2 = _value(th, "length", f"{where} [thigh]"), _value(sh, "length", f"{where} [shank]")
+    m1, m2 = _value(th, "mass", f"{where} [thigh]"), _value(sh, "mass", f"{where} [shank]")
+    mf, If = _value(ft, "mass", f"{where} [foot]"), _value(ft, "inertia", f"{where} [foot]")
+    hip_x = _value(t, "hip_x", f"{where} [torso]")
+    hip_z = _value(t, "hip_z", f"{where} [torso]", positive=False)
+    bodies = [Body("torso", _value(t, "mass", f"{where} [torso]"), _value(t, "inertia", f"{where} [torso]"))]
+    for limb, side in LIMBS:
+        bodies += [Body(f"{limb}_thigh", m1, m1 * L1**2 / 12, com=(0.0, -L1 / 2), parent="torso",
+                        joint=(side * hip_x, hip_z)),
+                   Body(f"{limb}_shank", m2, m2 * L2**2 / 12, com=(0.0, -L2 / 2), parent=f"{limb}_thigh",
+                        joint=(0.0, -L1)),
+                   Body(f"{limb}_foot", mf, If, com=(0.0, -foot.length / 2), parent=f"{limb}_shank",
+                        joint=(0.0, -L2))]
+    mb = MultiBody(tuple(bodies))
+    factor = float(spec.get("grains", {}).get("factor", 2.0))
+    contacts = tuple(FootContact(limb, mb.index(f"{limb}_foot"), p_center=(0.0, -foot.length), axis=(0.0, 1.0),
+                                 foot=foot, grain_mass=(factor * mf, factor * mf, factor * If))
+                     for limb, _ in LIMBS)
+    n = mb.ndof
+    gains = {k: np.zeros(n) for k in ("kp", "kd", "max_torque")}
+    lower, upper = np.full(n, -np.inf), np.full(n, np.inf)
+    robot = Quadruped(mb, contacts, L1, L2, hip_x, hip_z, gains["kp"], gains["kd"], gains["max_torque"], lower, upper)
+    for joint in JOINTS:
+        if joint not in spec["joints"]:
+            raise GranularError(f"{where}: [joints] has no entry for joint {joint!r}")
+        j = spec["joints"][joint]
+        jw = f"{where} [joints.{joint}]"
+        lo, hi = j.get("limits", [-np.pi, np.pi])
+        if not lo < hi:
+            raise GranularError(f"{jw}: limits must be [lower, upper] with lower < upper")
+        for limb, _ in LIMBS:
+            i = robot.joint(limb, joint)
+            gains["kp"][i] = _value(j, "kp", jw)
+            gains["kd"][i] = _value(j, "kd", jw)
+            gains["max_torque"][i] = _value(j, "max_torque", jw)
+            lower[i], upper[i] = lo, hi
+    return robot
