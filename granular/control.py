@@ -132,6 +132,18 @@ class Keyframes:
 
 
 @dataclass(frozen=True)
+class Hold:
+    """Constant joint targets: the legs' pose for ankle targets {limb: (x, z)} in the torso frame
+    (no levelling), i.e. joints locked by position control."""
+
+    robot: object
+    legs: dict
+
+    def __call__(self, t, pitch=0.0):
+        return self.robot.pose(self.legs, 0.0)
+
+
+@dataclass(frozen=True)
 class Trot:
     """A trot: diagonal pairs (front_1 + rear_2, front_2 + rear_1) swing in turn.
 

@@ -19,7 +19,7 @@ from tqdm import tqdm
 from . import terrain as terrain_mod
 from .contact import FootContact
 from .contact_qp import make_solver
-from .control import JointPD, Keyframes, Passive, Path as RefPath, PIDTracker, Trot
+from .control import Hold, JointPD, Keyframes, Passive, Path as RefPath, PIDTracker, Trot
 from .errors import GranularError
 from .multibody import Body, MultiBody
 from .robots import load_quadruped
@@ -176,8 +176,7 @@ def _gait(kind, spec, robot, where):
         if kind == "trot":
             return Trot(robot, **{k: float(v) for k, v in spec.items() if k != "kind"})
         if kind == "hold":
-            legs = _legs(spec["legs"], where)
-            return Keyframes(robot, (0.0,), (legs,))
+            return Hold(robot, _legs(spec["legs"], where))
         frames = spec["frames"]
         return Keyframes(robot, tuple(float(f["t"]) for f in frames),
                          tuple(_legs({k: v for k, v in f.items() if k != "t"}, where) for f in frames))
