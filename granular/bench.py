@@ -58,8 +58,13 @@ def scene_steps(scenario: str, solver: str, representation: str, steps: int, war
     return times
 
 
-def scene(scenario: str, steps: int, warmup: int, configs=CONFIGS) -> dict:
-    """Median µs per step for each solver/representation, and the speed-up over the reference."""
+#: The paper's time per frame for its 13-body quadruped (MATLAB, i7 2.4 GHz), §IV-C4.
+PAPER_S_PER_FRAME = 0.343
+
+
+def scene(scenario: str, steps: int, warmup: int, configs=CONFIGS, paper: bool = False) -> dict:
+    """Median µs per step for each solver/representation, the speed-up over the reference and,
+    with ``paper``, the speed-up over the paper's 0.343 s per frame."""
     out = {}
     for config in configs:
         solver, representation = config.split("/")
@@ -68,6 +73,8 @@ def scene(scenario: str, steps: int, warmup: int, configs=CONFIGS) -> dict:
     ref = out[REFERENCE]["us_per_step"]
     for row in out.values():
         row["speedup_vs_reference"] = ref / row["us_per_step"]
+        if paper:
+            row["speedup_vs_paper"] = PAPER_S_PER_FRAME * 1e6 / row["us_per_step"]
     return out
 
 
@@ -78,6 +85,7 @@ def run(quick: bool = False) -> dict:
     repeat = 50 if quick else 500
     steps = 200 if quick else 1000
     return {"single_foot": scene("drop-upright", steps=steps, warmup=300),
+            "quadruped": scene("quad-trot", steps=steps, warmup=1100, paper=True),
             "wrench_space_4_contacts": wrench_space(model, repeat=repeat)}
 
 

@@ -39,8 +39,8 @@ class SolverError(GranularError):
 @dataclass
 class ContactQP:
     """One step's QP. Jt: (3N, n) stacked F_r Jacobians of the N feet in contact;
-    Jp: (3N, n) p_center Jacobians; Mg: (3N,) grain masses; A: list of (K_i, 3);
-    ub: list of (K_i,) = h b_i."""
+    Jp: (3N, n) p_center Jacobians; Mg: (3N,) grain masses; A: (ΣK_i, 3N) block-diagonal
+    constraints, ub: (ΣK_i,) = h b_i stacked; rows: (N + 1,) where each foot's block starts."""
 
     M: np.ndarray
     v: np.ndarray
@@ -48,8 +48,9 @@ class ContactQP:
     Jt: np.ndarray
     Jp: np.ndarray
     Mg: np.ndarray
-    A: list
-    ub: list
+    A: np.ndarray
+    ub: np.ndarray
+    rows: np.ndarray
 
     @cached_property
     def _reduced(self):
@@ -75,14 +76,26 @@ class ContactQP:
         return self.v_free + self.B @ c
 
     def stacked_constraints(self):
-        """A as one block-diagonal (ΣK_i, 3N) matrix and ub stacked."""
-        if len(self.A) == 1:
-            return self.A[0], self.ub[0]
-        rows = np.cumsum([0] + [len(A) for A in self.A])
-        A = np.zeros((rows[-1], 3 * len(self.A)))
-        for i, block in enumerate(self.A):
-            A[rows[i]:rows[i + 1], 3 * i:3 * i + 3] = block
-        return A, np.concatenate(self.ub)
+        """(A, ub): all feet's constraints A c ≤ ub."""
+        return self.A, self.ub
+
+    def block(self, i):
+        """Foot i's own (A_i, ub_i) on its 3 impulse components."""
+        r = slice(self.rows[i], self.rows[i + 1])
+        return self.A[r, 3 * i:3 * i + 3], self.ub[r]
+
+    def slack_max(self, c):
+        """Per foot: max over its facets of A_i c_i − ub_i (≥ 0 means on the boundary of W)."""
+        return np.maximum.reduceat(self.A @ c - self.ub, self.rows[:-1])
+
+
+def stack_blocks(A_list, ub_list):
+    """Block-diagonal (A, ub, rows) from per-foot constraints A_i (K_i, 3) and ub_i (K_i,)."""
+    rows = np.concatenate([[0], np.cumsum([len(A) for A in A_list])]).astype(np.int64)
+    A = np.zeros((rows[-1], 3 * len(A_list)))
+    for i, block in enumerate(A_list):
+        A[rows[i]:rows[i + 1], 3 * i:3 * i + 3] = block
+    return A, np.concatenate(ub_list) if ub_list else np.zeros(0), rows
 
 
 @njit(cache=True)
@@ -111,7 +124,7 @@ class CvxpySolver:
                      for i in range(nc // 3))
         objective = cp.quad_form(v_next, cp.psd_wrap(qp.M)) + grains
         constraints = [qp.M @ (v_next - qp.v) == qp.Jt.T @ c + qp.impulse]
-        constraints += [A @ c[3 * i:3 * i + 3] <= ub for i, (A, ub) in enumerate(zip(qp.A, qp.ub))]
+        constraints += [qp.A @ c <= qp.ub]
         problem = cp.Problem(cp.Minimize(objective), constraints)
         problem.solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
         if problem.status not in ("optimal",):
@@ -215,8 +228,7 @@ class QuadprogSolver:
 
         P, g = qp.reduced
         A, ub = qp.stacked_constraints()
-        P = P.copy()
-        P[np.diag_indices_from(P)] += 1e-12 * np.trace(P) / len(P)  # strictly convex for quadprog
+        P = P + (1e-12 * np.trace(P) / len(P)) * np.eye(len(P))  # strictly convex for quadprog
         try:
             return quadprog.solve_qp(P, -g, -A.T, -ub)[0]
         except ValueError as exc:

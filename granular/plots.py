@@ -204,13 +204,20 @@ def run_figures(run: dict, directory) -> list:
 
     fig, ax = plt.subplots(figsize=(10, 5))
     frames = np.linspace(0, len(t) - 1, 6).astype(int)
-    pcs = np.vstack([run["p_center"].reshape(-1, 2), q[:, :2]])
+    origins = [_scene_frames(run["geometry"], q[i])[1] for i in frames]
+    pcs = np.vstack([run["p_center"].reshape(-1, 2), q[:, :2], *origins])
     reach = run["geometry"]["foot_size"][:, 1].max() + 0.05
     xlim = (pcs[:, 0].min() - reach, pcs[:, 0].max() + reach)
     _terrain(ax, run, xlim)
     fmax = np.abs(run["wrench"][..., :2]).max() if run["wrench"].size else 0.0
     for j, i in enumerate(frames):
         draw_scene(ax, run, i, wrench_scale=0.1 / fmax if fmax > 0 else None, alpha=0.25 + 0.75 * j / (len(frames) - 1))
+    for f, name in enumerate(run["feet"]):  # foot traces (paper Fig. 10c: front red, rear green)
+        colour = "tab:red" if name.startswith("front") else "tab:green" if name.startswith("rear") else "tab:blue"
+        ax.plot(run["p_center"][:, f, 0], run["p_center"][:, f, 1], color=colour, lw=1,
+                label=name if name.endswith("_1") or len(run["feet"]) == 1 else None)
+    if len(run["feet"]) > 1:
+        ax.legend(fontsize=8, loc="upper right")
     ax.set_aspect("equal")
     ax.set_xlim(*xlim)
     ax.set_ylim(pcs[:, 1].min() - 0.1, pcs[:, 1].max() + reach)

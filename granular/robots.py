@@ -20,7 +20,8 @@ from .foot import Foot
 from .multibody import Body, MultiBody
 
 LIMBS = (("front_1", 1.0), ("front_2", 1.0), ("rear_1", -1.0), ("rear_2", -1.0))
-SIDE = dict(LIMBS)
+LIMB_INDEX = {limb: i for i, (limb, _) in enumerate(LIMBS)}
+SIDES = np.array([side for _, side in LIMBS])
 JOINTS = ("hip", "knee", "ankle")
 
 
@@ -39,34 +40,34 @@ class Quadruped:
     max_torque: np.ndarray
     lower: np.ndarray            # joint angle limits per dof (−inf/inf on the base)
     upper: np.ndarray
+    dofs: np.ndarray             # (4, 3): the hip, knee and ankle coordinates of each limb
 
     def joint(self, limb: str, joint: str) -> int:
         """The generalized coordinate of a joint, e.g. ('front_1', 'knee')."""
         body = {"hip": "thigh", "knee": "shank", "ankle": "foot"}[joint]
         return 2 + self.multibody.index(f"{limb}_{body}")
 
-    def leg_angles(self, limb: str, x: float, z: float, pitch: float = 0.0):
-        """Hip, knee and ankle angles putting the ankle at (x, z) from the hip in the torso frame,
-        foot vertical in the world for torso ``pitch``. Knees point outwards (front limbs' forward,
-        rear limbs' backward), which keeps the centre of mass between the hips."""
+    def leg_angles(self, limbs, x, z, pitch: float = 0.0):
+        """Hip, knee and ankle angles (k, 3) putting the ankles of ``limbs`` at (x, z) from their hips
+        in the torso frame, feet vertical in the world for torso ``pitch``. Knees point outwards
+        (front limbs' forward, rear limbs' backward), which keeps the centre of mass between the hips."""
         L1, L2 = self.thigh, self.shank
-        r2 = x * x + z * z
-        cos_knee = np.clip((r2 - L1 * L1 - L2 * L2) / (2 * L1 * L2), -1.0, 1.0)
-        knee = -SIDE[limb] * np.arccos(cos_knee)
+        cos_knee = np.clip((x * x + z * z - L1 * L1 - L2 * L2) / (2 * L1 * L2), -1.0, 1.0)
+        knee = -SIDES[limbs] * np.arccos(cos_knee)
         hip = np.arctan2(x, -z) - np.arctan2(L2 * np.sin(knee), L1 + L2 * np.cos(knee))
-        return hip, knee, -(hip + knee) - pitch
+        return np.column_stack([hip, knee, -(hip + knee) - pitch])
 
     def pose(self, legs: dict, pitch: float = 0.0) -> np.ndarray:
         """Joint part of q for ankle targets {limb: (x, z)} relative to the hips in world-aligned axes,
         with the torso at ``pitch``: each leg is lengthened or shortened by the height its hip is
         off level (front legs shorter when the nose is up), which levels the torso."""
-        q = np.zeros(self.multibody.ndof)
+        limbs = np.array([LIMB_INDEX[limb] for limb in legs])
+        xz = np.array(list(legs.values()), dtype=float).reshape(-1, 2)
         c, s = np.cos(pitch), np.sin(pitch)
-        for limb, (x, z) in legs.items():
-            z = z + SIDE[limb] * self.hip_x * s
-            for joint, angle in zip(JOINTS, self.leg_angles(limb, c * x + s * z, -s * x + c * z, pitch)):
-                q[self.joint(limb, joint)] = angle
-        return q[3:]
+        x, z = xz[:, 0], xz[:, 1] + SIDES[limbs] * self.hip_x * s
+        q = np.zeros(self.multibody.ndof - 3)
+        q[self.dofs[limbs] - 3] = self.leg_angles(limbs, c * x + s * z, -s * x + c * z, pitch)
+        return q
 
 
 def _value(table, key, where, positive=True):
@@ -113,7 +114,9 @@ def load_quadruped(path, foot: Foot) -> Quadruped:
     n = mb.ndof
     gains = {k: np.zeros(n) for k in ("kp", "kd", "max_torque")}
     lower, upper = np.full(n, -np.inf), np.full(n, np.inf)
-    robot = Quadruped(mb, contacts, L1, L2, hip_x, hip_z, gains["kp"], gains["kd"], gains["max_torque"], lower, upper)
+    dofs = np.array([[2 + mb.index(f"{limb}_{body}") for body in ("thigh", "shank", "foot")] for limb, _ in LIMBS])
+    robot = Quadruped(mb, contacts, L1, L2, hip_x, hip_z, gains["kp"], gains["kd"], gains["max_torque"], lower, upper,
+                      dofs)
     for joint in JOINTS:
         if joint not in spec["joints"]:
             raise GranularError(f"{where}: [joints] has no entry for joint {joint!r}")

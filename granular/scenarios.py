@@ -239,15 +239,20 @@ def body_state(mb, q, v):
 
 def summary(rec: Run) -> dict:
     """The ``--json`` object of a run. Body x, z are centre-of-mass coordinates; angle is
-    the body frame's angle (for a foot, its tilt from vertical)."""
+    the body frame's angle (for a foot, its tilt from vertical). Per foot: ``slip_m``, the
+    horizontal distance p_center travelled while in contact, and ``max_depth_m``."""
     mb = rec.model.multibody
     first, last = body_state(mb, rec.q[0], rec.v[0]), body_state(mb, rec.q[-1], rec.v[-1])
     depth = np.where(rec.active, -rec.theta[..., 0], 0.0)
+    moved = np.abs(np.diff(rec.p_center[..., 0], axis=0)) * (rec.active[1:] & rec.active[:-1])
+    feet = {name: {"slip_m": float(moved[:, i].sum()), "max_depth_m": float(depth[:, i].max()) if depth.size else 0.0}
+            for i, name in enumerate(rec.model.feet.names)}
     return {
         "scenario": rec.name, "medium": rec.medium, "steps": len(rec.t) - 1, "dt": rec.model.dt,
         "wall_time_s": rec.wall_time_s, "solver": rec.meta["solver"], "representation": rec.meta["representation"],
         "bodies": {name: {"initial": first[name], "final": last[name]} for name in first},
         "max_penetration_m": float(depth.max()) if depth.size else 0.0,
+        "feet": feet,
         "energy": {"initial": float(rec.energy[0]), "final": float(rec.energy[-1]),
                    "max_step_increase": float(np.diff(rec.energy).max()) if len(rec.energy) > 1 else 0.0},
     }

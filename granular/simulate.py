@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .contact import ContactFrames, Feet, detect
-from .contact_qp import ContactQP, SolverError
+from .contact_qp import ContactQP, SolverError, stack_blocks
 from .errors import GranularError
 from .model import WrenchSpaceModel
 from .multibody import MultiBody
@@ -44,6 +44,7 @@ class SimModel:
         if self.representation == "fixed" and self.A_fixed is None:
             object.__setattr__(self, "A_fixed", self.wrenches.fixed_normals(self.normals))
         object.__setattr__(self, "feet", Feet(tuple(self.contacts)))
+        object.__setattr__(self, "_stacked", {})  # fixed representation: block-diagonal A per foot count
 
 
 @dataclass
@@ -65,10 +66,16 @@ class StepInfo:
 
 
 def wrench_spaces(model: SimModel, theta):
-    """(A_i, b_i) for the feet at configurations ``theta`` (k, 2), in the model's representation."""
+    """Stacked constraints (A, b, rows) of W for feet at configurations ``theta`` (k, 2):
+    A w ≤ b on the feet's stacked wrenches, in the model's representation."""
     if model.representation == "exact":
-        return model.wrenches.halfspaces(theta)
-    return [(model.A_fixed, b) for b in model.wrenches.offsets(model.A_fixed, theta)]
+        spaces = model.wrenches.halfspaces(theta)
+        return stack_blocks([A for A, _ in spaces], [b for _, b in spaces])
+    k = len(theta)
+    if k not in model._stacked:
+        model._stacked[k] = stack_blocks([model.A_fixed] * k, [np.zeros(len(model.A_fixed))] * k)
+    A, _, rows = model._stacked[k]
+    return A, model.wrenches.offsets(model.A_fixed, theta).ravel(), rows
 
 
 def step(model: SimModel, state: State, u, solver, index: int = 0):
@@ -78,20 +85,16 @@ def step(model: SimModel, state: State, u, solver, index: int = 0):
     frames = detect(mb, model.feet, model.terrain, body_frames)
     M, k = mb.dynamics(state.q, state.v, body_frames)
     on = np.flatnonzero(frames.active)
-    n_feet = len(model.contacts)
-    wrench = np.zeros((n_feet, 3))
-    slipping = np.zeros(n_feet, dtype=bool)
-    spaces = wrench_spaces(model, frames.theta[on]) if len(on) else []
+    wrench = np.zeros((len(model.contacts), 3))
+    slipping = np.zeros(len(model.contacts), dtype=bool)
+    A, b, rows = wrench_spaces(model, frames.theta[on])
     qp = ContactQP(M=M, v=state.v, impulse=h * (k + u), Jt=frames.Jt[on].reshape(-1, mb.ndof),
-                   Jp=frames.Jp[on].reshape(-1, mb.ndof), Mg=model.feet.grain_mass[on].ravel(),
-                   A=[A for A, _ in spaces], ub=[h * b for _, b in spaces])
+                   Jp=frames.Jp[on].reshape(-1, mb.ndof), Mg=model.feet.grain_mass[on].ravel(), A=A, ub=h * b,
+                   rows=rows)
     if len(on):
         c = _solve(solver, qp, model, frames, on, state, index)
-        for j, i in enumerate(on):
-            ci = c[3 * j:3 * j + 3]
-            A, ub = qp.A[j], qp.ub[j]
-            wrench[i] = ci / h
-            slipping[i] = np.max(A @ ci - ub) >= -1e-6 * max(np.max(ub), 1e-12)
+        wrench[on] = c.reshape(-1, 3) / h
+        slipping[on] = qp.slack_max(c) >= -1e-6 * max(qp.ub.max(), 1e-12)
         v_next = qp.velocity(c)
     else:
         v_next = qp.v_free

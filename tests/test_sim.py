@@ -3,7 +3,7 @@ import pytest
 
 from granular import scenarios, terrain
 from granular.contact import FootContact, Feet, detect
-from granular.contact_qp import ContactQP, CvxpySolver, OsqpSolver, QuadprogSolver, SolverError
+from granular.contact_qp import ContactQP, CvxpySolver, OsqpSolver, QuadprogSolver, SolverError, stack_blocks
 from granular.errors import GranularError
 from granular.multibody import Body, MultiBody
 from granular.simulate import SimModel, State, step
@@ -125,9 +125,10 @@ def random_qp(rng, model, feet=2, representation="exact"):
         A = model.fixed_normals(32)
         spaces = [(A, b) for b in model.offsets(A, thetas)]
     h = 1e-3
+    A, b, rows = stack_blocks([A for A, _ in spaces], [h * b for _, b in spaces])
     return ContactQP(M=M, v=rng.normal(size=n), impulse=h * rng.normal(size=n) * 50,
                      Jt=rng.normal(size=(3 * feet, n)), Jp=rng.normal(size=(3 * feet, n)),
-                     Mg=np.tile([14.7, 14.7, 0.12], feet), A=[A for A, _ in spaces], ub=[h * b for _, b in spaces])
+                     Mg=np.tile([14.7, 14.7, 0.12], feet), A=A, ub=b, rows=rows)
 
 
 @pytest.mark.parametrize("representation", ["exact", "fixed"])
