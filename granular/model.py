@@ -22,7 +22,7 @@ from . import regressors, wrenchspace
 from .errors import GranularError, GranularWarning
 from .frames import MIRROR
 from .h5io import atomic_h5, attr, read_h5
-from .regressors import mirror_average
+from .regressors import mirror_average, support_of_mirror_average
 from .sampling import mirror_permutation
 
 _FLIP_PHI = np.array([1.0, -1.0])
@@ -159,7 +159,14 @@ class WrenchSpaceModel:
 
     def offsets(self, A, thetas):
         """b(θ) (k, K) of the fixed-normal representation: W(θ) ⊆ {w : A w ≤ b}."""
-        return wrenchspace.support_offsets(A, self.points(thetas))
+        thetas = np.asarray(thetas, dtype=float).reshape(-1, 2)
+        if self._linear is None or not (thetas[:, 0] < 0).all():
+            return wrenchspace.support_offsets(A, self.points(thetas))
+        th = self.clamp(thetas)  # all in contact: the compiled path, fused with the support function
+        X = np.concatenate([th, th * _FLIP_PHI]) / self.x_scale
+        reg, coef = self._linear
+        return support_of_mirror_average(X if self.active.all() else X[:, self.active], reg.centers, reg._c2,
+                                         reg.KERNELS[reg.kernel], reg.degree, coef, np.ascontiguousarray(A))
 
 
 def fit(ds: wd.WrenchDataset, regressor: str = "rbf", **params) -> WrenchSpaceModel:

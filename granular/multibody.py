@@ -187,18 +187,30 @@ def _dynamics(angle, origin, v, chain, com, mass, inertia, gravity):
     nb, n = len(angle), len(v)
     Jc = _jacobians(angle, origin, chain, np.arange(nb), com)
     Jo = _jacobians(angle, origin, chain, np.arange(nb), np.zeros((nb, 2)))
+    pivot_v = np.zeros((nb, 2))  # velocity of each frame origin (joint pivot)
+    for a in range(nb):
+        for j in range(n):
+            pivot_v[a, 0] += Jo[a, 0, j] * v[j]
+            pivot_v[a, 1] += Jo[a, 1, j] * v[j]
     M = np.zeros((n, n))
     k = np.zeros(n)
     for b in range(nb):
-        Jb = Jc[b]
-        M += mass[b] * (np.outer(Jb[0], Jb[0]) + np.outer(Jb[1], Jb[1])) + inertia[b] * np.outer(Jb[2], Jb[2])
-        vb = Jb[:2] @ v
+        J = Jc[b]
+        for i in range(n):
+            if J[0, i] == 0.0 and J[1, i] == 0.0 and J[2, i] == 0.0:
+                continue
+            for j in range(n):
+                M[i, j] += mass[b] * (J[0, i] * J[0, j] + J[1, i] * J[1, j]) + inertia[b] * J[2, i] * J[2, j]
+        vx, vz = 0.0, 0.0
+        for j in range(n):
+            vx += J[0, j] * v[j]
+            vz += J[1, j] * v[j]
         # acceleration of the COM at q̈ = 0: Σ_a q̇_a ω × (v_com − v_pivot_a) over its chain
         ax, az = 0.0, 0.0
         for a in range(nb):
             if chain[b, a] > 0:
-                va = Jo[a, :2] @ v
-                ax -= v[2 + a] * (vb[1] - va[1])
-                az += v[2 + a] * (vb[0] - va[0])
-        k -= mass[b] * (Jb[0] * ax + Jb[1] * (az + gravity))
+                ax -= v[2 + a] * (vz - pivot_v[a, 1])
+                az += v[2 + a] * (vx - pivot_v[a, 0])
+        for i in range(n):
+            k[i] -= mass[b] * (J[0, i] * ax + J[1, i] * (az + gravity))
     return M, k

@@ -100,6 +100,24 @@ def mirror_average(X, centers, c2, kernel, degree, coef):
     return F[:k] @ coef[:n] + F[k:] @ coef[n:]
 
 
+@njit(cache=True)
+def support_of_mirror_average(X, centers, c2, kernel, degree, coef, A):
+    """max(0, max_i A w_i(θ)) per configuration: the fixed-normal offsets of the mirror-averaged RBF."""
+    k, K = X.shape[0] // 2, A.shape[0]
+    W = mirror_average(X, centers, c2, kernel, degree, coef)  # (k, 3m)
+    m = W.shape[1] // 3
+    b = np.zeros((k, K))
+    for i in range(k):
+        for f in range(K):
+            best = 0.0
+            for j in range(m):
+                val = A[f, 0] * W[i, 3 * j] + A[f, 1] * W[i, 3 * j + 1] + A[f, 2] * W[i, 3 * j + 2]
+                if val > best:
+                    best = val
+            b[i, f] = best
+    return b
+
+
 class GP:
     """Gaussian-process regression (scikit-learn), one GP per output column.
 

@@ -47,7 +47,8 @@ CASES = {
     "above surface": (lambda f: f["configs"].__setitem__(0, [0.05, 0.0]), "depth d must be ≤ 0"),
     "bad source": (lambda f: f.attrs.__setitem__("source", "guess"), "source is 'guess'"),
     "missing foot": (lambda f: f.attrs.__delitem__("foot_radius"), "foot"),
-    "bad valid dtype": (lambda f: (f.__delitem__("valid"), f.create_dataset("valid", data=np.ones((30, 26)))),
+    "bad valid dtype": (lambda f: (f.__delitem__("valid"),
+                                   f.create_dataset("valid", data=np.ones((len(f["configs"]), 26)))),
                         "'valid' should be boolean"),
     "group for array": (lambda f: (f.__delitem__("directions"), f.create_group("directions")), "found a group"),
 }

@@ -136,7 +136,7 @@ def test_model_file_rejections(sand_model, tmp_path):
 def test_clamping_warns_and_uses_the_edge(sand_model):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        deep = sand_model.points([[-0.5, 0.0], [-0.07, 0.0]])
+        deep = sand_model.points([[-0.5, 0.0], [sand_model.d_min, 0.0]])
         tilted = sand_model.points([[-0.05, 1.56], [-0.05, 1.5]])
     assert any(issubclass(w.category, GranularWarning) for w in caught)
     np.testing.assert_allclose(deep[0], deep[1])
