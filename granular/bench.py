@@ -37,7 +37,8 @@ def wrench_space(model, contacts: int = 4, repeat: int = 500, seed: int = 0) -> 
 
 
 REFERENCE = "cvxpy/exact"
-CONFIGS = ("quadprog/fixed", "quadprog/exact", "osqp/fixed", "osqp/exact", "cvxpy/fixed", "cvxpy/exact")
+CONFIGS = ("daqp/fixed", "daqp/exact", "quadprog/fixed", "quadprog/exact", "osqp/fixed", "osqp/exact",
+           "cvxpy/fixed", "cvxpy/exact")
 
 
 def scene_steps(scenario: str, solver: str, representation: str, steps: int, warmup: int) -> np.ndarray:

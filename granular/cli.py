@@ -294,7 +294,7 @@ def build_parser():
     r.add_argument("--medium", help="sand, pebbles, or a trained model file (.h5)")
     r.add_argument("--duration", type=float, help="simulated time (s)")
     r.add_argument("--dt", type=float, help="time step (s)")
-    r.add_argument("--solver", choices=["quadprog", "osqp", "cvxpy"])
+    r.add_argument("--solver", choices=["daqp", "quadprog", "osqp", "cvxpy"], help="contact QP solver (default: daqp)")
     r.add_argument("--representation", choices=["fixed", "exact"], help="polytope representation of W(θ)")
     r.add_argument("--out", help="run file to write (.h5)")
     r.add_argument("--plot", help="directory for the figures")

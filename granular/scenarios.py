@@ -122,7 +122,7 @@ def build(spec: dict, medium=None, dt=None, solver=None, representation=None):
                      normals=int(spec.get("normals", 32)))
     controller = make_controller(spec.get("control", {}), mb, h, f"{where} [control]", robot)
     state = initial_state(spec.get("initial", {}), mb, ground, f"{where} [initial]", controller)
-    return model, state, controller, make_solver(solver or spec.get("solver", "quadprog"))
+    return model, state, controller, make_solver(solver or spec.get("solver", "daqp"))
 
 
 def initial_state(init: dict, mb, ground, where, controller=None):

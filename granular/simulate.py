@@ -85,12 +85,15 @@ def step(model: SimModel, state: State, u, solver, index: int = 0):
     frames = detect(mb, model.feet, model.terrain, body_frames)
     M, k = mb.dynamics(state.q, state.v, body_frames)
     on = np.flatnonzero(frames.active)
+    every = len(on) == len(model.contacts)  # the common case: no copies to select feet
     wrench = np.zeros((len(model.contacts), 3))
     slipping = np.zeros(len(model.contacts), dtype=bool)
-    A, b, rows = wrench_spaces(model, frames.theta[on])
-    qp = ContactQP(M=M, v=state.v, impulse=h * (k + u), Jt=frames.Jt[on].reshape(-1, mb.ndof),
-                   Jp=frames.Jp[on].reshape(-1, mb.ndof), Mg=model.feet.grain_mass[on].ravel(), A=A, ub=h * b,
-                   rows=rows)
+    A, b, rows = wrench_spaces(model, frames.theta if every else frames.theta[on])
+    qp = ContactQP(M=M, v=state.v, impulse=h * (k + u),
+                   Jt=(frames.Jt if every else frames.Jt[on]).reshape(-1, mb.ndof),
+                   Jp=(frames.Jp if every else frames.Jp[on]).reshape(-1, mb.ndof),
+                   Mg=model.feet.grain_mass.ravel() if every else model.feet.grain_mass[on].ravel(),
+                   A=A, ub=h * b, rows=rows)
     if len(on):
         c = _solve(solver, qp, model, frames, on, state, index)
         wrench[on] = c.reshape(-1, 3) / h

@@ -3,7 +3,8 @@ import pytest
 
 from granular import scenarios, terrain
 from granular.contact import FootContact, Feet, detect
-from granular.contact_qp import ContactQP, CvxpySolver, OsqpSolver, QuadprogSolver, SolverError, stack_blocks
+from granular.contact_qp import (ContactQP, CvxpySolver, DaqpSolver, OsqpSolver, QuadprogSolver, SolverError,
+                                 stack_blocks)
 from granular.errors import GranularError
 from granular.multibody import Body, MultiBody
 from granular.simulate import SimModel, State, step
@@ -140,7 +141,7 @@ def test_solvers_agree_with_the_reference(representation):
         qp = random_qp(rng, model, feet=1 + trial % 3, representation=representation)
         ref = CvxpySolver().solve(qp)
         scale = max(np.abs(ref).max(), 1e-9)
-        for solver in (QuadprogSolver(), OsqpSolver()):
+        for solver in (DaqpSolver(), QuadprogSolver(), OsqpSolver()):
             c = solver.solve(qp)
             assert np.abs(c - ref).max() <= 1e-6 * scale, (solver.name, trial)
         A, ub = qp.stacked_constraints()
