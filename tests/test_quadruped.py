@@ -1,0 +1,113 @@
+"""The paper's three quadruped experiments (§IV-C3), checked by invariants."""
+import numpy as np
+import pytest
+
+from granular import scenarios
+from granular.errors import GranularError
+from granular.robots import load_quadruped
+from granular.foot import Foot
+
+_runs = {}
+
+
+def run(name, medium=None):
+    key = (name, medium)
+    if key not in _runs:
+        _runs[key] = scenarios.run(scenarios.load(name), medium=medium)
+    return _runs[key]
+
+
+def test_push_only_the_front_feet_slip():
+    rec = run("quad-push")
+    feet = scenarios.summary(rec)["feet"]
+    front = min(feet["front_1"]["slip_m"], feet["front_2"]["slip_m"])
+    rear = max(feet["rear_1"]["slip_m"], feet["rear_2"]["slip_m"])
+    assert front > 0.15, "the front feet are pushed 0.2 m forward and should slip"
+    assert front > 4 * rear, (front, rear)
+    # the rear feet carry the weight and are deeper
+    assert feet["rear_1"]["max_depth_m"] > 1.5 * feet["front_1"]["max_depth_m"]
+
+
+def test_trot_walks_forward_without_falling_and_sinks_deeper_on_two_feet():
+    rec = run("quad-trot")
+    torso = rec.q[:, :3]
+    assert torso[-1, 0] - torso[0, 0] > 0.3, "forward progress"
+    trotting = rec.t >= 1.5
+    assert torso[trotting, 1].min() > 0.7 and np.abs(torso[:, 2]).max() < 0.2, "no fall"
+    depth = -rec.theta[:, :, 0]
+    loaded = rec.wrench[:, :, 1] > 50
+    stand = (rec.t[1:] > 0.5) & (rec.t[1:] < 1.0)
+    two_feet = (rec.t[1:] > 1.5) & (loaded.sum(axis=1) == 2)
+    assert two_feet.sum() > 500, "a trot has long two-foot phases"
+    assert depth[two_feet][loaded[two_feet]].mean() > depth[stand].mean() + 0.003, "deeper on two feet"
+    # and a swinging foot lifts out of the medium
+    assert (depth[two_feet] < 0).any()
+
+
+@pytest.mark.parametrize("medium", ["sand", "pebbles"])
+def test_slide_slides_accelerates_then_stops(medium):
+    rec = run("quad-slide", medium)
+    speed = np.abs(rec.v[:, 0])
+    assert rec.q[-1, 0] - rec.q[0, 0] > 0.5, "it slides down"
+    peak = int(np.argmax(speed))
+    half_second = int(round(0.5 / rec.model.dt))
+    assert rec.t[peak] > 1.0 and speed[peak] > 1.5 * speed[half_second], "it accelerates for a while"
+    assert np.abs(rec.v[-1]).max() < 1e-3, "and comes to rest"
+
+
+def test_slide_on_pebbles_stops_higher_than_on_sand():
+    sand, pebbles = run("quad-slide", "sand"), run("quad-slide", "pebbles")
+    depth = {name: (-r.theta[-1, :, 0]).max() for name, r in (("sand", sand), ("pebbles", pebbles))}
+    assert depth["pebbles"] < depth["sand"], "shallower penetration on pebbles"
+
+    def clearance(r):  # torso above the surface, along the surface normal
+        return float(r.model.terrain.closest(r.q[-1, :2])[2][0])
+
+    assert clearance(pebbles) > clearance(sand), "the torso rests higher above the surface"
+
+
+def test_joint_constraints_hold_exactly():
+    """Reduced coordinates: every child frame stays on its parent's joint (bound 1e-12 m) along a run."""
+    rec = run("quad-trot")
+    mb = rec.model.multibody
+    worst = 0.0
+    for q in rec.q[::200]:
+        angle, origin = mb.frames(q)
+        for i in range(1, len(mb.bodies)):
+            p = mb.parent[i]
+            c, s = np.cos(angle[p]), np.sin(angle[p])
+            expected = origin[p] + [c * mb.joint[i, 0] - s * mb.joint[i, 1], s * mb.joint[i, 0] + c * mb.joint[i, 1]]
+            worst = max(worst, np.abs(origin[i] - expected).max())
+    assert worst < 1e-12
+
+
+def test_joints_stay_near_their_limits():
+    """PD targets are clipped to the joint ranges; the joints themselves stay within 0.1 rad of them."""
+    rec = run("quad-trot")
+    robot = load_quadruped(scenarios.SIM_DIR / "robots" / "robosimian.toml", Foot())
+    q = rec.q[:, 3:]
+    assert np.all(q >= robot.lower[3:] - 0.1) and np.all(q <= robot.upper[3:] + 0.1)
+
+
+def test_summary_names_torso_and_feet():
+    s = scenarios.summary(run("quad-push"))
+    assert "torso" in s["bodies"]
+    assert set(s["feet"]) == {"front_1", "front_2", "rear_1", "rear_2"}
+    for foot in s["feet"].values():
+        assert set(foot) == {"slip_m", "max_depth_m"}
+
+
+@pytest.mark.parametrize("edit,message", [
+    (("mass = 46.66", "mass = -46.66"), "mass must be a positive number"),
+    (('knee = { kp = 3000.0, kd = 60.0, max_torque = 400.0, limits = [-2.6, 2.6] }\n', ""), "no entry for joint 'knee'"),
+    (("[shank]", "[shin]"), "missing section [shank]"),
+    (("length = 0.43", "length = 'long'"), "length must be a positive number"),
+])
+def test_bad_robot_specs_are_clear_errors(tmp_path, edit, message):
+    text = (scenarios.SIM_DIR / "robots" / "robosimian.toml").read_text()
+    assert edit[0] in text
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text.replace(edit[0], edit[1], 1))
+    with pytest.raises(GranularError) as info:
+        load_quadruped(bad, Foot())
+    assert message in str(info.value) and str(bad) in str(info.value)
