@@ -79,6 +79,53 @@ def scene(scenario: str, steps: int, warmup: int, configs=CONFIGS, paper: bool =
     return out
 
 
+def centipede(n_legs: int, wrenches, spacing: float = 0.3):
+    """A scaling test scene: a bar (30 kg per leg) on ``n_legs`` planar RoboSimian legs (thigh,
+    shank, foot), joints held by PD: 1 + 3n bodies, n contacts, 3n + 3 coordinates."""
+    from .contact import FootContact
+    from .multibody import Body, MultiBody
+    from .simulate import SimModel, State
+    from .terrain import flat
+
+    foot = wrenches.dataset.foot
+    width = spacing * (n_legs - 1)
+    bodies = [Body("bar", 30.0 * n_legs, 30.0 * n_legs * max(width, 0.3) ** 2 / 12)]
+    for i in range(n_legs):
+        bodies += [Body(f"thigh_{i}", 8.587, 0.132, com=(0.0, -0.215), parent="bar", joint=(spacing * i - width / 2, 0.0)),
+                   Body(f"shank_{i}", 5.386, 0.083, com=(0.0, -0.215), parent=f"thigh_{i}", joint=(0.0, -0.43)),
+                   Body(f"foot_{i}", 4.677, 0.0388, com=(0.0, -foot.length / 2), parent=f"shank_{i}",
+                        joint=(0.0, -0.43))]
+    contacts = tuple(FootContact(f"foot_{i}", 3 * i + 3, p_center=(0.0, -foot.length), foot=foot,
+                                 grain_mass=(9.354, 9.354, 0.0776)) for i in range(n_legs))
+    model = SimModel(MultiBody(tuple(bodies)), contacts, flat(), wrenches)
+    q = np.zeros(model.multibody.ndof)
+    q[1] = 0.86 + foot.length
+    return model, State(0.0, q, np.zeros_like(q))
+
+
+def scaling(solver: str = "daqp", feet=(1, 4, 16, 64), steps: int = 300, warmup: int = 300) -> dict:
+    """Median µs per step of :func:`centipede` scenes against the number of feet (contacts) and bodies."""
+    from .contact_qp import make_solver
+    from .simulate import step
+    from .training import default_model
+
+    wrenches = default_model("sand", say=lambda m: print(m, file=sys.stderr))
+    out = {}
+    for n in feet:
+        model, state = centipede(n, wrenches)
+        qp_solver = make_solver(solver)
+        times = np.empty(steps)
+        for i in range(warmup + steps):
+            t0 = time.perf_counter()
+            u = np.zeros(model.multibody.ndof)
+            u[3:] = -2000.0 * state.q[3:] - 50.0 * state.v[3:]
+            state, _ = step(model, state, u, qp_solver, i)
+            if i >= warmup:
+                times[i - warmup] = time.perf_counter() - t0
+        out[str(n)] = {"us_per_step": float(np.median(times) * 1e6), "contacts": n, "bodies": 3 * n + 1}
+    return out
+
+
 def run(quick: bool = False) -> dict:
     from .training import default_model
 

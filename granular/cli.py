@@ -252,6 +252,13 @@ def cmd_bench(args):
     from . import bench
 
     results = bench.run(quick=args.quick)
+    if args.scaling:
+        from . import plots
+
+        results["scaling"] = {f"daqp/fixed, {n} contacts": row for n, row in bench.scaling().items()}
+        if args.plot:
+            rows = {k.split(", ")[1]: v for k, v in results["scaling"].items()}
+            plots.scaling({"daqp/fixed": rows}, args.plot)
     _emit(results, args.json, bench.print_table)
 
 
@@ -304,6 +311,8 @@ def build_parser():
     b = sub.add_parser("bench", help="time the real code paths")
     b.add_argument("--json", action="store_true")
     b.add_argument("--quick", action="store_true", help="fewer repetitions")
+    b.add_argument("--scaling", action="store_true", help="also time scenes of 1, 4, 16 and 64 legged contacts")
+    b.add_argument("--plot", help="with --scaling: write the scaling figure (.png)")
     b.set_defaults(func=cmd_bench)
     return p
 

@@ -160,8 +160,11 @@ def polish(P, g, A, ub, c, y):
     for S in guesses():
         k = int(S.sum())
         kkt = np.block([[P, A[S].T], [A[S], np.zeros((k, k))]])
-        x = np.linalg.lstsq(kkt, np.concatenate([-g, ub[S]]), rcond=None)[0][:len(g)]
-        if np.max(A @ x - ub) > 1e-9 * scale:
+        try:
+            x = np.linalg.lstsq(kkt, np.concatenate([-g, ub[S]]), rcond=None)[0][:len(g)]
+        except np.linalg.LinAlgError:
+            continue
+        if not np.all(np.isfinite(x)) or np.max(A @ x - ub) > 1e-9 * scale:
             continue
         grad = P @ x + g
         residual = nnls(A[S].T, -grad)[1] if k else np.linalg.norm(grad)

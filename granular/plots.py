@@ -227,3 +227,18 @@ def run_figures(run: dict, directory) -> list:
     ax.set_ylabel("z (m)")
     paths.append(save(fig, directory / "scene.png"))
     return [str(p) for p in paths]
+
+
+def scaling(results: dict, path, title="time per step against scene size"):
+    """Log-log plot of µs per step against contacts, with a line of slope 1 for reference."""
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    for solver, rows in results.items():
+        n = np.array([r["contacts"] for r in rows.values()])
+        us = np.array([r["us_per_step"] for r in rows.values()])
+        ax.loglog(n, us, "o-", label=solver)
+        ax.loglog(n, us[0] * n / n[0], ":", color="0.6", label="linear (from 1 contact)" if solver == list(results)[0] else None)
+    ax.set_xlabel("contacts (legs of 3 bodies each)")
+    ax.set_ylabel("median µs per step")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    return save(fig, path)
