@@ -59,9 +59,3 @@ def point_velocity(twist, r):
     r = np.asarray(r, dtype=float)
     omega = twist[..., 2:3]
     return twist[..., :2] + omega * np.stack([-r[..., 1], r[..., 0]], axis=-1)
-
-
-def rotation(angle):
-    """2×2 rotation by ``angle`` (counter-clockwise)."""
-    c, s = np.cos(angle), np.sin(angle)
-    return np.array([[c, -s], [s, c]])

@@ -100,11 +100,6 @@ class MultiBody:
         """World angle (nb,) and origin (nb, 2) of every body frame."""
         return _frames(np.asarray(q, dtype=float), self.parent, self.joint, self.offset)
 
-    def points(self, q, bodies, local):
-        """World positions (k, 2) of points ``local`` (k, 2) fixed in ``bodies`` (k,)."""
-        angle, origin = self.frames(q)
-        return place(angle[bodies], origin[bodies], np.asarray(local, float))
-
     def jacobians(self, angle, origin, bodies, local):
         """Twist Jacobians (k, 3, ndof) of points fixed in bodies: rows v_x, v_z, ω."""
         return _jacobians(angle, origin, self.chain, np.asarray(bodies, dtype=np.int64),
