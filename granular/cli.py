@@ -229,6 +229,8 @@ def cmd_sim(args):
         summary["run_file"] = str(args.out)
     if args.plot:
         summary["figures"] = plots.run_figures(data, args.plot)
+    if args.video:
+        summary["video"] = str(plots.video(data, args.video))
 
     def human(s):
         _say(f"{s['scenario']} on {s['medium']}: {s['steps']} steps of {s['dt']} s in {s['wall_time_s']:.2f} s "
@@ -239,7 +241,7 @@ def cmd_sim(args):
                  f"angle {i['angle']:+.3f} → {f['angle']:+.3f} rad")
         _say(f"  max penetration {s['max_penetration_m']:.4f} m; energy {s['energy']['initial']:.3f} → "
              f"{s['energy']['final']:.3f} J (largest step increase {s['energy']['max_step_increase']:.2e} J)")
-        for key in ("run_file",):
+        for key in ("run_file", "video"):
             if key in s:
                 _say(f"wrote {s[key]}")
         for fig in s.get("figures", []):
@@ -305,6 +307,7 @@ def build_parser():
     r.add_argument("--representation", choices=["fixed", "exact"], help="polytope representation of W(θ)")
     r.add_argument("--out", help="run file to write (.h5)")
     r.add_argument("--plot", help="directory for the figures")
+    r.add_argument("--video", help="render the run to a video (.gif, or .mp4 with ffmpeg)")
     r.add_argument("--json", action="store_true")
     r.set_defaults(func=cmd_sim)
 

@@ -2,34 +2,21 @@
 from __future__ import annotations
 
 import contextlib
-import os
-import tempfile
 from pathlib import Path
 
 import h5py
 import numpy as np
 
 from .errors import GranularError
+from .files import atomic_path
 
 
 @contextlib.contextmanager
 def atomic_h5(path):
-    """Write an HDF5 file to a temporary name beside ``path``, then rename it into place.
-
-    A crash or an exception leaves any previous file at ``path`` untouched.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
+    """Write an HDF5 file atomically (see :func:`granular.files.atomic_path`)."""
+    with atomic_path(path) as tmp:
         with h5py.File(tmp, "w") as f:
             yield f
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
 
 
 @contextlib.contextmanager

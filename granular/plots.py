@@ -4,8 +4,6 @@ Functions take plain arrays and write PNG files atomically.
 """
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import matplotlib
@@ -16,20 +14,17 @@ import numpy as np  # noqa: E402
 from mpl_toolkits.mplot3d.art3d import Poly3DCollection  # noqa: E402
 from scipy.spatial import ConvexHull, QhullError  # noqa: E402
 
+from .files import atomic_path  # noqa: E402
+
 
 def save(fig, path) -> Path:
     """Save ``fig`` to ``path`` atomically and close it."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
-    os.close(fd)
     try:
-        fig.savefig(tmp, dpi=120, bbox_inches="tight")
-        os.replace(tmp, path)
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=120, bbox_inches="tight")
     finally:
         plt.close(fig)
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     return path
 
 
@@ -242,3 +237,46 @@ def scaling(results: dict, path, title="time per step against scene size"):
     ax.set_title(title)
     ax.legend(fontsize=8)
     return save(fig, path)
+
+
+def video(run: dict, path, fps: int = 25, width: float = 2.0):
+    """Render a run to an animated GIF (Pillow) or MP4 (needs ffmpeg), drawn like scene.png,
+    the view following the first body."""
+    import shutil
+
+    from matplotlib.animation import FFMpegWriter, FuncAnimation, PillowWriter
+
+    from .errors import GranularError
+
+    path = Path(path)
+    if path.suffix.lower() == ".gif":
+        writer = PillowWriter(fps=fps)
+    elif path.suffix.lower() == ".mp4":
+        if shutil.which("ffmpeg") is None:
+            raise GranularError("writing .mp4 needs ffmpeg (apt-get install ffmpeg); .gif works without it")
+        writer = FFMpegWriter(fps=fps)
+    else:
+        raise GranularError(f"{path}: video must end in .gif or .mp4")
+    t, q = run["t"], run["q"]
+    frames = np.arange(0, len(t), max(1, int(round(1.0 / (fps * run["dt"])))))
+    reach = run["geometry"]["foot_size"][:, 1].max() + 0.05
+    z_lo, z_hi = run["p_center"][..., 1].min() - 0.1, q[:, 1].max() + reach
+    fmax = np.abs(run["wrench"][..., :2]).max() if run["wrench"].size else 0.0
+    fig, ax = plt.subplots(figsize=(8, 8 * (z_hi - z_lo) / width))
+
+    def draw(i):
+        ax.clear()
+        x0 = q[i, 0]
+        _terrain(ax, run, (x0 - width / 2, x0 + width / 2))
+        draw_scene(ax, run, i, wrench_scale=0.1 / fmax if fmax > 0 else None)
+        ax.set_xlim(x0 - width / 2, x0 + width / 2)
+        ax.set_ylim(z_lo, z_hi)
+        ax.set_aspect("equal")
+        ax.set_title(f"{run['scenario']} on {run['medium']}, t = {t[i]:.2f} s")
+
+    try:
+        with atomic_path(path) as tmp:
+            FuncAnimation(fig, draw, frames=frames).save(tmp, writer=writer, dpi=80)
+    finally:
+        plt.close(fig)
+    return path

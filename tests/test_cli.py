@@ -114,3 +114,13 @@ def test_bench_json(tmp_path):
     for row in scene.values():
         assert row["us_per_step"] > 0 and row["speedup_vs_reference"] > 0
     assert scene["cvxpy/exact"]["speedup_vs_reference"] == pytest.approx(1.0)
+
+
+def test_sim_video_gif(tmp_path):
+    granular("sim", "drop-tilted", "--duration", 0.3, "--video", tmp_path / "drop.gif")
+    from PIL import Image
+
+    with Image.open(tmp_path / "drop.gif") as gif:
+        assert gif.n_frames >= 5
+    proc = granular("sim", "drop-tilted", "--duration", 0.1, "--video", tmp_path / "drop.avi", ok=False)
+    assert proc.returncode == 2 and "must end in .gif or .mp4" in proc.stderr
