@@ -250,6 +250,13 @@ def cmd_sim(args):
     _emit(summary, args.json, human)
 
 
+def cmd_view(args):
+    from . import viewer
+
+    viewer.serve(args.scenario, medium=args.medium, replay=args.replay, host=args.host, port=args.port,
+                 browser=not args.no_browser)
+
+
 def cmd_bench(args):
     from . import bench
 
@@ -310,6 +317,15 @@ def build_parser():
     r.add_argument("--video", help="render the run to a video (.gif, or .mp4 with ffmpeg)")
     r.add_argument("--json", action="store_true")
     r.set_defaults(func=cmd_sim)
+
+    v = sub.add_parser("view", help="the live viewer in the browser (or --replay a run file)")
+    v.add_argument("scenario", nargs="?", default="quad-trot")
+    v.add_argument("--medium", choices=["sand", "pebbles"])
+    v.add_argument("--replay", help="play back a run file (.h5)")
+    v.add_argument("--host", default="127.0.0.1", help="address to bind (default: this machine only)")
+    v.add_argument("--port", type=int, default=8080)
+    v.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    v.set_defaults(func=cmd_view)
 
     b = sub.add_parser("bench", help="time the real code paths")
     b.add_argument("--json", action="store_true")

@@ -117,7 +117,7 @@ def training_report(cv: dict, fixed: dict, concavity: dict, path, title=""):
     return save(fig, path)
 
 
-def _scene_frames(geometry, q):
+def scene_frames(geometry, q):
     """Body frames (angle, origin) of a recorded state, from the run's geometry."""
     from .multibody import Body, MultiBody
 
@@ -130,7 +130,7 @@ def _scene_frames(geometry, q):
 def draw_scene(ax, run, i, wrench_scale=None, alpha=1.0):
     """Terrain, bodies (links between joints), feet as rectangles and contact wrench arrows at step i."""
     g = run["geometry"]
-    angle, origin = _scene_frames(g, run["q"][i])
+    angle, origin = scene_frames(g, run["q"][i])
     for b, p in enumerate(g["parent"]):
         if p >= 0:
             ax.plot(*np.stack([origin[p], origin[b]]).T, color="0.3", lw=2, alpha=alpha)
@@ -199,7 +199,7 @@ def run_figures(run: dict, directory) -> list:
 
     fig, ax = plt.subplots(figsize=(10, 5))
     frames = np.linspace(0, len(t) - 1, 6).astype(int)
-    origins = [_scene_frames(run["geometry"], q[i])[1] for i in frames]
+    origins = [scene_frames(run["geometry"], q[i])[1] for i in frames]
     pcs = np.vstack([run["p_center"].reshape(-1, 2), q[:, :2], *origins])
     reach = run["geometry"]["foot_size"][:, 1].max() + 0.05
     xlim = (pcs[:, 0].min() - reach, pcs[:, 0].max() + reach)

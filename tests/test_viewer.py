@@ -1,0 +1,110 @@
+"""The browser viewer, driven by a real headless Chromium (Debian's, through Playwright)."""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed "
+                                 "(.ci/run installs it: apt-get install chromium)")]
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start(*args):
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "granular", "view", *args, "--no-browser", "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        line = proc.stdout.readline()
+        if "granular viewer at" in line:
+            return proc, f"http://127.0.0.1:{port}/"
+        if proc.poll() is not None:
+            break
+    proc.kill()
+    pytest.fail(f"viewer did not start: {proc.stdout.read()}")
+
+
+@pytest.fixture
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+def status(page):
+    text = page.get_by_text("t = ").first.inner_text()
+    return float(text.split("t = ")[1].split(" s")[0]), text
+
+
+def not_blank(png_bytes):
+    from io import BytesIO
+
+    from PIL import Image
+
+    img = np.asarray(Image.open(BytesIO(png_bytes)).convert("L"), dtype=float)
+    return img.std() > 10 and (img < 200).mean() > 0.005
+
+
+def test_live_viewer_runs_responds_and_survives(browser):
+    proc, url = start("drop-tilted")
+    try:
+        page = browser.new_page(viewport={"width": 1000, "height": 700})
+        page.goto(url)
+        page.get_by_text("t = ").first.wait_for(timeout=30_000)
+        assert status(page)[0] == 0.0
+        page.get_by_role("button", name="Start / pause").click()
+        page.wait_for_timeout(1500)
+        t1 = status(page)[0]
+        assert t1 > 0.3, "the simulation advances (close to real time)"
+        shot = page.screenshot()
+        assert not_blank(shot)
+        page.get_by_role("button", name="Reset").click()
+        page.wait_for_timeout(800)
+        assert status(page)[0] < t1, "Reset restarts the simulation"
+        assert page.screenshot() != shot, "the scene changed"
+        page.close()  # closing the page must not take the server down
+        page = browser.new_page()
+        page.goto(url)
+        page.get_by_text("t = ").first.wait_for(timeout=30_000)
+        assert proc.poll() is None
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out = proc.communicate(timeout=30)[0]
+    assert proc.returncode == 0 and "granular viewer stopped" in out, out
+
+
+def test_replay_and_bad_replay(browser, tmp_path):
+    subprocess.run([sys.executable, "-m", "granular", "sim", "drop-upright", "--duration", "0.3", "--out",
+                    tmp_path / "run.h5"], check=True, capture_output=True)
+    proc, url = start("--replay", str(tmp_path / "run.h5"))
+    try:
+        page = browser.new_page()
+        page.goto(url)
+        page.get_by_text("replay of").first.wait_for(timeout=30_000)
+        assert not_blank(page.screenshot())
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
+    bad = tmp_path / "bad.h5"
+    bad.write_text("not a run")
+    out = subprocess.run([sys.executable, "-m", "granular", "view", "--replay", bad, "--no-browser"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "not a readable HDF5 file" in out.stderr and "Traceback" not in out.stderr
