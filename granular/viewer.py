@@ -82,7 +82,7 @@ class Scene:
         """The F_x–F_z outline of the selected foot's W(θ) and its chosen wrench, as an inset."""
         outline, point = space
         scale = 0.4 / max(np.abs(outline).max(), 1.0)
-        base = anchor + np.array([0.8, 0.3])
+        base = anchor + np.array([-0.9, 0.3])  # left of the robot: the GUI panel covers the right
         self.line("/slice/outline", base + outline * scale, color=(30, 30, 200), width=2.0)
         p = base + point * scale
         self.line("/slice/point", [p - [0.01, 0], p + [0.01, 0]], color=(220, 30, 30), width=8.0)
