@@ -26,3 +26,25 @@ def atomic_path(path):
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+
+
+def read_toml(path, what: str = "file", known=None, required=()) -> dict:
+    """A TOML file as a dict, with one clear error for a missing file, bad TOML, unknown or missing keys."""
+    import tomllib
+
+    from .errors import GranularError
+
+    path = Path(path)
+    try:
+        spec = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise GranularError(f"{path}: no such {what}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise GranularError(f"{path}: not valid TOML ({exc})") from None
+    unknown = set(spec) - set(known) if known is not None else set()
+    if unknown:
+        raise GranularError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
+    for key in required:
+        if key not in spec:
+            raise GranularError(f"{path}: missing key {key!r}")
+    return spec

@@ -8,7 +8,6 @@ its ankle, its axis pointing up to the ankle.
 """
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import numpy as np
 
 from .contact import FootContact
 from .errors import GranularError
+from .files import read_toml
 from .foot import Foot
 from .multibody import Body, MultiBody
 
@@ -82,12 +82,7 @@ def _value(table, key, where, positive=True):
 def load_quadruped(path, foot: Foot) -> Quadruped:
     """Build the quadruped of a spec file; ``foot`` is the geometry the medium model was learned for."""
     path = Path(path)
-    try:
-        spec = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise GranularError(f"robot spec {path}: no such file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise GranularError(f"robot spec {path}: not valid TOML ({exc})") from None
+    spec = read_toml(path, "robot spec")
     where = f"robot spec {path}"
     for section in ("torso", "thigh", "shank", "foot", "joints"):
         if section not in spec:

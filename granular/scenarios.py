@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import sys
 import time
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from .contact import FootContact
 from .contact_qp import make_solver
 from .control import Hold, JointPD, Keyframes, Passive, Path as RefPath, PIDTracker, Trot
 from .errors import GranularError
+from .files import read_toml
 from .multibody import Body, MultiBody
 from .robots import load_quadruped
 from .simulate import SimModel, State, step
@@ -45,16 +45,7 @@ def find(name: str) -> Path:
 
 def load(name: str) -> dict:
     path = find(name)
-    try:
-        spec = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise GranularError(f"{path}: not valid TOML ({exc})") from None
-    unknown = set(spec) - TOP_KEYS
-    if unknown:
-        raise GranularError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}")
-    for key in ("duration", "robot"):
-        if key not in spec:
-            raise GranularError(f"{path}: missing key {key!r}")
+    spec = read_toml(path, "scenario", known=TOP_KEYS, required=("duration", "robot"))
     spec["name"] = path.stem
     spec["path"] = str(path)
     return spec

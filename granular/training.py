@@ -8,7 +8,6 @@ held-out extreme wrenches per regressor.
 """
 from __future__ import annotations
 
-import tomllib
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,7 @@ from . import dataset as wd
 from . import model as wm
 from . import wrenchspace
 from .errors import GranularError, GranularWarning
+from .files import read_toml
 from .regressors import REGRESSORS
 
 
@@ -103,19 +103,7 @@ class Job:
 
 def load_job(path) -> Job:
     path = Path(path)
-    try:
-        spec = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise GranularError(f"{path}: no such training job") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise GranularError(f"{path}: not valid TOML ({exc})") from None
-    known = set(Job.__dataclass_fields__)
-    unknown = set(spec) - known
-    if unknown:
-        raise GranularError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
-    for key in ("dataset", "out"):
-        if key not in spec:
-            raise GranularError(f"{path}: missing key {key!r}")
+    spec = read_toml(path, "training job", known=Job.__dataclass_fields__, required=("dataset", "out"))
     for key in ("dataset", "out", "figures"):
         if key in spec:
             spec[key] = (path.parent / spec[key]).resolve()
