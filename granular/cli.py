@@ -250,6 +250,17 @@ def cmd_sim(args):
     _emit(summary, args.json, human)
 
 
+def cmd_ingest(args):
+    from . import dataset as wd
+    from . import ingest
+
+    mapping = ingest.Mapping.load(args.mapping)
+    ds = ingest.assemble(args.runs, out_medium=args.medium, mapping=mapping, cutoff=args.cutoff, m=args.directions,
+                         source=args.source, report=_say, progress=True)
+    wd.write(ds, args.out)
+    _say(f"wrote {args.out}")
+
+
 def cmd_view(args):
     from . import viewer
 
@@ -317,6 +328,16 @@ def build_parser():
     r.add_argument("--video", help="render the run to a video (.gif, or .mp4 with ffmpeg)")
     r.add_argument("--json", action="store_true")
     r.set_defaults(func=cmd_sim)
+
+    g = sub.add_parser("ingest", help="turn acquisition runs (F/T rig or DEM) into a wrench dataset")
+    g.add_argument("runs", nargs="+", help="run files: .csv (with a .json sidecar) or .h5")
+    g.add_argument("--out", required=True, help="dataset to write (.h5)")
+    g.add_argument("--mapping", help="TOML mapping of your column names and units")
+    g.add_argument("--cutoff", type=float, default=5.0, help="low-pass cutoff (Hz, default 5)")
+    g.add_argument("--medium", help="medium name (default: from the runs' metadata)")
+    g.add_argument("--source", choices=["ft-rig", "dem"], default="ft-rig")
+    g.add_argument("--directions", type=int, default=26, help="m of the direction grid the runs sample")
+    g.set_defaults(func=cmd_ingest)
 
     v = sub.add_parser("view", help="the live viewer in the browser (or --replay a run file)")
     v.add_argument("scenario", nargs="?", default="quad-trot")
