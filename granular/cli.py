@@ -261,6 +261,29 @@ def cmd_ingest(args):
     _say(f"wrote {args.out}")
 
 
+def cmd_acquire(args):
+    from . import dataset as wd
+    from . import dem, ingest
+    from .foot import Foot
+    from .sampling import config_grid, sphere_directions
+
+    if args.medium != "beads":
+        raise GranularError(f"unknown DEM medium {args.medium!r}; the DEM preset is 'beads' (paper §IV-A)")
+    dem.yade_command()  # says how to install YADE when it is missing
+    depths = args.depths or [0.0, -0.06, -0.12, -0.18, -0.24]
+    tilts = args.tilts or [0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5]
+    bed = dem.Bed(particles=args.particles, box=tuple(args.box))
+    workdir = args.workdir or str(Path(args.out).with_suffix("")) + "_runs"
+    scale = np.array([0.2, 0.2, 0.6])  # paper §IV-A, Beads
+    paths = dem.acquire(workdir, bed, config_grid(depths, tilts), sphere_directions(args.directions), scale,
+                        args.t_total, Foot(), medium=args.medium, workers=args.workers, scheduler=args.scheduler,
+                        say=_say)
+    ds = ingest.assemble(paths, out_medium=args.medium, cutoff=args.cutoff, m=args.directions,
+                         velocity_scale=scale, source="dem", report=_say)
+    wd.write(ds, args.out)
+    _say(f"wrote {args.out}")
+
+
 def cmd_view(args):
     from . import viewer
 
@@ -338,6 +361,22 @@ def build_parser():
     g.add_argument("--source", choices=["ft-rig", "dem"], default="ft-rig")
     g.add_argument("--directions", type=int, default=26, help="m of the direction grid the runs sample")
     g.set_defaults(func=cmd_ingest)
+
+    a = sub.add_parser("acquire", help="generate wrench data by DEM simulation with YADE, on a Dask cluster")
+    a.add_argument("engine", choices=["dem"])
+    a.add_argument("--medium", default="beads")
+    a.add_argument("--out", required=True, help="dataset to write (.h5)")
+    a.add_argument("--depths", type=_floats, help="comma-separated d (m); default: Table I Beads")
+    a.add_argument("--tilts", type=_floats, help="comma-separated φ (rad); default: Table I Beads")
+    a.add_argument("--directions", type=int, default=26)
+    a.add_argument("--particles", type=int, default=2000)
+    a.add_argument("--box", type=float, nargs=3, default=[0.6, 0.3, 0.3], metavar=("X", "Y", "Z"))
+    a.add_argument("--t-total", type=float, default=0.3, help="duration of each run (s)")
+    a.add_argument("--cutoff", type=float, default=50.0, help="low-pass cutoff (Hz)")
+    a.add_argument("--workers", type=int, default=2, help="local Dask workers")
+    a.add_argument("--scheduler", help="address of an existing Dask scheduler (scale to many machines)")
+    a.add_argument("--workdir", help="where runs are kept (resumable); default: OUT_runs/")
+    a.set_defaults(func=cmd_acquire)
 
     v = sub.add_parser("view", help="the live viewer in the browser (or --replay a run file)")
     v.add_argument("scenario", nargs="?", default="quad-trot")

@@ -1,0 +1,47 @@
+"""DEM acquisition end to end: a real YADE bed and two runs on a real Dask local cluster."""
+import json
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(shutil.which("yade") is None,
+                                 reason="YADE is not installed (tests/setup.sh installs it: apt-get install yade)")]
+
+
+def test_tiny_dem_acquisition_on_a_dask_cluster(tmp_path):
+    out = tmp_path / "beads.h5"
+    cmd = [sys.executable, "-m", "granular", "acquire", "dem", "--medium", "beads", "--out", out,
+           "--depths", "0,-0.03", "--tilts", "0", "--directions", "26", "--particles", "300",
+           "--box", "0.4", "0.12", "0.2", "--t-total", "0.15", "--workers", "2"]
+    # two runs only: restrict the grid to two directions by pre-seeding the others as done
+    runs = tmp_path / "beads_runs"
+    from granular import dem
+    from granular.foot import Foot
+    from granular.sampling import sphere_directions
+
+    plan = dem.plan(runs / "bed.yade.gz", dem.Bed(300, (0.4, 0.12, 0.2)), [[0.0, 0.0], [-0.03, 0.0]],
+                    sphere_directions(26),
+                    np.array([0.2, 0.2, 0.6]), 0.15, Foot(), "beads")
+    runs.mkdir()
+    for p in plan[1:-1]:  # all but straight up (first) and down (last): stubs, i.e. failed runs
+        (runs / f"{p['name']}.csv").write_text("t,x\n")
+        (runs / f"{p['name']}.json").write_text("{}")
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    from granular import dataset
+
+    ds = dataset.read(out)
+    j = int(np.flatnonzero(ds.configs[:, 0] < 0)[0])
+    assert ds.source == "dem" and ds.valid[j].sum() == 2, "the two real runs are ingested, the stubs skipped"
+    up, down = ds.wrenches[j, 0], ds.wrenches[j, 25]  # the grid starts at +z (up) and ends at −z
+    assert down[1] > 0, "pushing down, the beads push back up"
+    assert np.all(np.isfinite(up))
+    assert "skipped" in proc.stderr
+    assert json.loads((runs / "bed.yade.gz.json").read_text())["spheres"] > 0
+    # resumable: a second call redoes nothing
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and "26 runs, 26 already done" in again.stderr
