@@ -80,7 +80,8 @@ def cmd_train(args):
     if job.cv:
         result["cv"] = training.cross_validate(ds, tuple(REGRESSORS), job.cv, progress=True)
     model = wm.fit(ds, job.regressor)
-    result["concavity"] = {k: v for k, v in training.concavity_table(ds).items() if k != "per_config"}
+    concavity = training.concavity_table(ds)
+    result["concavity"] = {k: v for k, v in concavity.items() if k != "per_config"}
     result["fixed_normals"] = training.fixed_normal_errors(model, tuple(job.fixed_normals))
     model.info = {k: result[k] for k in ("cv", "concavity", "fixed_normals") if k in result}
     wm.save(model, job.out)
@@ -90,7 +91,7 @@ def cmd_train(args):
             str(plots.wrench_spaces(model.points(thetas), [_label(t) for t in thetas],
                                     job.figures / "wrench_space.png", f"{ds.medium}: predicted W(θ)")),
             str(plots.training_report(result.get("cv", {}), result["fixed_normals"],
-                                      training.concavity_table(ds), job.figures / "training_report.png",
+                                      concavity, job.figures / "training_report.png",
                                       f"{ds.medium} ({job.regressor})")),
         ]
 

@@ -80,11 +80,6 @@ class ContactQP:
         """(A, ub): all feet's constraints A c ≤ ub."""
         return self.A, self.ub
 
-    def block(self, i):
-        """Foot i's own (A_i, ub_i) on its 3 impulse components."""
-        r = slice(self.rows[i], self.rows[i + 1])
-        return self.A[r, 3 * i:3 * i + 3], self.ub[r]
-
     def slack_max(self, c):
         """Per foot: max over its facets of A_i c_i − ub_i (≥ 0 means on the boundary of W)."""
         return np.maximum.reduceat(self.A @ c - self.ub, self.rows[:-1])
@@ -109,6 +104,12 @@ def reduce_qp(M, Jt, Jp, Mg, v, impulse):
     HB = H @ B
     P = B.T @ HB
     return 0.5 * (P + P.T), HB.T @ v_free, B, v_free
+
+
+def strictly_convex(P):
+    """P plus a tiny ridge: dense active-set solvers need a positive-definite Hessian, and P is
+    only semi-definite when two feet's impulses move the same degrees of freedom."""
+    return P + (1e-12 * np.trace(P) / len(P)) * np.eye(len(P))
 
 
 class CvxpySolver:
@@ -232,9 +233,8 @@ class QuadprogSolver:
 
         P, g = qp.reduced
         A, ub = qp.stacked_constraints()
-        P = P + (1e-12 * np.trace(P) / len(P)) * np.eye(len(P))  # strictly convex for quadprog
         try:
-            return quadprog.solve_qp(P, -g, -A.T, -ub)[0]
+            return quadprog.solve_qp(strictly_convex(P), -g, -A.T, -ub)[0]
         except ValueError as exc:
             raise SolverError(f"quadprog: {exc}") from None
 
@@ -252,8 +252,7 @@ class DaqpSolver:
 
         P, g = qp.reduced
         A, ub = qp.stacked_constraints()
-        P = P + (1e-12 * np.trace(P) / len(P)) * np.eye(len(P))
-        x, _, flag, _ = daqp.solve(P, g, A, ub, np.full(len(ub), -1e30), np.zeros(len(ub), dtype=c_int))
+        x, _, flag, _ = daqp.solve(strictly_convex(P), g, A, ub, np.full(len(ub), -1e30), np.zeros(len(ub), dtype=c_int))
         if flag <= 0:
             raise SolverError(f"DAQP exit flag {flag}")
         return np.asarray(x)

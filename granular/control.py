@@ -123,12 +123,15 @@ class Keyframes:
             raise GranularError("keyframes need increasing times and one pose per time")
         if any(set(frame) != set(self.legs[0]) for frame in self.legs):
             raise GranularError("every keyframe must give the same limbs")
+        limbs = list(self.legs[0])
+        object.__setattr__(self, "_limbs", limbs)
+        object.__setattr__(self, "_xz", np.array([[frame[limb] for limb in limbs] for frame in self.legs]))
 
     def __call__(self, t, pitch=0.0):
-        limbs = self.legs[0]
-        xz = np.array([[frame[limb] for limb in limbs] for frame in self.legs])  # (frames, limbs, 2)
-        at = np.stack([np.interp(t, self.times, xz[:, j, k]) for j in range(len(limbs)) for k in (0, 1)])
-        return self.robot.pose(dict(zip(limbs, at.reshape(-1, 2))), pitch)
+        xz = self._xz  # (frames, limbs, 2)
+        at = [(np.interp(t, self.times, xz[:, j, 0]), np.interp(t, self.times, xz[:, j, 1]))
+              for j in range(len(self._limbs))]
+        return self.robot.pose(dict(zip(self._limbs, at)), pitch)
 
 
 @dataclass(frozen=True)

@@ -127,6 +127,14 @@ def scene_frames(geometry, q):
     return MultiBody(bodies).frames(q)
 
 
+def foot_pose(geometry, angle, origin, f):
+    """World p_center (2,) and unit axis (2,) of foot f, given the body frames."""
+    b = geometry["foot_body"][f]
+    c, s = np.cos(angle[b]), np.sin(angle[b])
+    R = np.array([[c, -s], [s, c]])
+    return origin[b] + R @ geometry["foot_points"][f], R @ geometry["foot_axis"][f]
+
+
 def draw_scene(ax, run, i, wrench_scale=None, alpha=1.0):
     """Terrain, bodies (links between joints), feet as rectangles and contact wrench arrows at step i."""
     g = run["geometry"]
@@ -136,12 +144,8 @@ def draw_scene(ax, run, i, wrench_scale=None, alpha=1.0):
             ax.plot(*np.stack([origin[p], origin[b]]).T, color="0.3", lw=2, alpha=alpha)
     N = len(g["foot_body"])
     for f in range(N):
-        b = g["foot_body"][f]
-        c, s = np.cos(angle[b]), np.sin(angle[b])
-        R = np.array([[c, -s], [s, c]])
-        axis = R @ g["foot_axis"][f]
+        pc, axis = foot_pose(g, angle, origin, f)
         side = np.array([axis[1], -axis[0]])
-        pc = origin[b] + R @ g["foot_points"][f]
         radius, length = g["foot_size"][f]
         box = np.array([pc - radius * side, pc + radius * side, pc + radius * side + length * axis,
                         pc - radius * side + length * axis, pc - radius * side])

@@ -32,12 +32,17 @@ def record(rec, summary: dict) -> dict:
     out.update(scenario=rec.name, medium=rec.medium, solver=rec.meta["solver"],
                representation=rec.meta["representation"], dt=model.dt, bodies=[b.name for b in mb.bodies],
                feet=list(model.feet.names), summary=summary)
-    out["geometry"] = {
-        "terrain": np.column_stack([model.terrain.xs, model.terrain.zs]), "parent": mb.parent, "com": mb.com,
-        "joint": mb.joint, "offset": mb.offset, "foot_body": model.feet.bodies, "foot_points": model.feet.points,
-        "foot_axis": model.feet.axis, "foot_size": np.array([[c.foot.radius, c.foot.length] for c in model.contacts]),
-    }
+    out["geometry"] = geometry(model)
     return out
+
+
+def geometry(model) -> dict:
+    """What drawing a scene needs: terrain points, the body tree and the feet."""
+    mb = model.multibody
+    return {"terrain": np.column_stack([model.terrain.xs, model.terrain.zs]), "parent": mb.parent, "com": mb.com,
+            "joint": mb.joint, "offset": mb.offset, "foot_body": model.feet.bodies, "foot_points": model.feet.points,
+            "foot_axis": model.feet.axis,
+            "foot_size": np.array([[c.foot.radius, c.foot.length] for c in model.contacts])}
 
 
 def write(run: dict, path):

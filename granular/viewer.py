@@ -18,7 +18,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from . import scenarios
+from . import runfile, scenarios
 from .errors import GranularError
 
 FPS = 30
@@ -50,7 +50,7 @@ class Scene:
         self.line("/terrain", np.column_stack([xs, zs]), color=(150, 100, 40), width=4.0)
 
     def draw(self, geometry, q, theta, active, wrench, selected, space):
-        from .plots import scene_frames
+        from .plots import foot_pose, scene_frames
 
         angle, origin = scene_frames(geometry, q)
         links = [np.stack([origin[p], origin[b]]) for b, p in enumerate(geometry["parent"]) if p >= 0]
@@ -62,12 +62,8 @@ class Scene:
                                                 line_width=4.0)
         fmax = max(np.abs(wrench[:, :2]).max(), 1.0)
         for f in range(len(geometry["foot_body"])):
-            b = geometry["foot_body"][f]
-            c, s = np.cos(angle[b]), np.sin(angle[b])
-            R = np.array([[c, -s], [s, c]])
             radius, length = geometry["foot_size"][f]
-            axis = R @ geometry["foot_axis"][f]
-            pc = origin[b] + R @ geometry["foot_points"][f]
+            pc, axis = foot_pose(geometry, angle, origin, f)
             mid = pc + axis * length / 2
             tilt = np.arctan2(-axis[0], axis[1])
             color = (230, 120, 30) if f == selected else (60, 120, 200)
@@ -153,7 +149,7 @@ class Live:
             self.memory = controller.initial_memory()
             self.info = None
             self.steps = 0
-            self.geometry = _geometry(model)
+            self.geometry = runfile.geometry(model)
         xs = np.linspace(state.q[0] - 3, state.q[0] + 3, 121)
         self.scene.terrain(xs, model.terrain.height(xs))
         self.selected = min(self.selected, len(model.contacts) - 1)
@@ -206,13 +202,6 @@ class Live:
         self.thread.join(timeout=2)
 
 
-def _geometry(model):
-    mb = model.multibody
-    return {"parent": mb.parent, "com": mb.com, "joint": mb.joint, "offset": mb.offset,
-            "foot_body": model.feet.bodies, "foot_points": model.feet.points, "foot_axis": model.feet.axis,
-            "foot_size": np.array([[c.foot.radius, c.foot.length] for c in model.contacts])}
-
-
 class Replay:
     """A recorded run with a timeline slider and play/pause."""
 
@@ -257,8 +246,6 @@ class Replay:
 def serve(scenario="quad-trot", medium=None, replay=None, host="127.0.0.1", port=8080, browser=True):
     """Start the viewer and block until Ctrl-C."""
     import viser
-
-    from . import runfile
 
     run = runfile.read(replay) if replay else None  # a bad file fails before the server starts
     scenarios.find(scenario)
