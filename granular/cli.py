@@ -271,14 +271,12 @@ def cmd_acquire(args):
     if args.medium != "beads":
         raise GranularError(f"unknown DEM medium {args.medium!r}; the DEM preset is 'beads' (paper §IV-A)")
     dem.yade_command()  # says how to install YADE when it is missing
-    depths = args.depths or [0.0, -0.06, -0.12, -0.18, -0.24]
-    tilts = args.tilts or [0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5]
     bed = dem.Bed(particles=args.particles, box=tuple(args.box))
     workdir = args.workdir or str(Path(args.out).with_suffix("")) + "_runs"
     scale = np.array([0.2, 0.2, 0.6])  # paper §IV-A, Beads
-    paths = dem.acquire(workdir, bed, config_grid(depths, tilts), sphere_directions(args.directions), scale,
-                        args.t_total, Foot(), medium=args.medium, workers=args.workers, scheduler=args.scheduler,
-                        say=_say)
+    paths = dem.acquire(workdir, bed, config_grid(args.depths, args.tilts), sphere_directions(args.directions),
+                        scale, args.t_total, Foot(), medium=args.medium, workers=args.workers,
+                        scheduler=args.scheduler, insert_speed=args.insert_speed, say=_say)
     ds = ingest.assemble(paths, out_medium=args.medium, cutoff=args.cutoff, m=args.directions,
                          velocity_scale=scale, source="dem", report=_say)
     wd.write(ds, args.out)
@@ -367,12 +365,17 @@ def build_parser():
     a.add_argument("engine", choices=["dem"])
     a.add_argument("--medium", default="beads")
     a.add_argument("--out", required=True, help="dataset to write (.h5)")
-    a.add_argument("--depths", type=_floats, help="comma-separated d (m); default: Table I Beads")
-    a.add_argument("--tilts", type=_floats, help="comma-separated φ (rad); default: Table I Beads")
+    a.add_argument("--depths", type=_floats, default=[0.0, -0.05, -0.10],
+                   help="comma-separated d (m); default: 0, -0.05, -0.10 (Table I Beads: 0 to -0.24 in steps of 0.06)")
+    a.add_argument("--tilts", type=_floats, default=[0.0, 0.5, 1.0],
+                   help="comma-separated φ (rad); default: 0, 0.5, 1 (Table I Beads goes to 1.5 in steps of 0.25)")
     a.add_argument("--directions", type=int, default=26)
-    a.add_argument("--particles", type=int, default=2000)
-    a.add_argument("--box", type=float, nargs=3, default=[0.6, 0.3, 0.3], metavar=("X", "Y", "Z"))
-    a.add_argument("--t-total", type=float, default=0.3, help="duration of each run (s)")
+    a.add_argument("--particles", type=int, default=3400, help="spheres rained into the box (paper: 58,500)")
+    a.add_argument("--box", type=float, nargs=3, default=[0.5, 0.22, 0.4], metavar=("X", "Y", "Z"),
+                   help="box size (m); the bed fills it to particles·sphere volume / (0.6·X·Y)")
+    a.add_argument("--t-total", type=float, default=0.2, help="duration of each run (s)")
+    a.add_argument("--insert-speed", type=float, default=1.0,
+                   help="speed (m/s) of the straight descent from above the surface to the start point")
     a.add_argument("--cutoff", type=float, default=50.0, help="low-pass cutoff (Hz)")
     a.add_argument("--workers", type=int, default=2, help="local Dask workers")
     a.add_argument("--scheduler", help="address of an existing Dask scheduler (scale to many machines)")
@@ -381,7 +384,7 @@ def build_parser():
 
     v = sub.add_parser("view", help="the live viewer in the browser (or --replay a run file)")
     v.add_argument("scenario", nargs="?", default="quad-trot")
-    v.add_argument("--medium", choices=["sand", "pebbles"])
+    v.add_argument("--medium", choices=["sand", "pebbles", "beads"])
     v.add_argument("--replay", help="play back a run file (.h5)")
     v.add_argument("--host", default="127.0.0.1", help="address to bind (default: this machine only)")
     v.add_argument("--port", type=int, default=8080)

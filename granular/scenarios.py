@@ -54,13 +54,12 @@ def load(name: str) -> dict:
 def wrench_model(medium: str):
     """A medium name (default model, trained on first use) or a model file."""
     from . import model as wm
-    from .training import default_model
+    from .training import default_model, shipped_media
 
     if medium.endswith(".h5") or Path(medium).is_file():
         return wm.load(medium)
-    from .media import medium as preset
-
-    preset(medium)  # unknown names fail with the list of media
+    if medium not in shipped_media():
+        raise GranularError(f"unknown medium {medium!r}; choose one of {', '.join(shipped_media())} or a model file")
     return default_model(medium, say=lambda m: print(m, file=sys.stderr))
 
 

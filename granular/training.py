@@ -116,6 +116,13 @@ def load_job(path) -> Job:
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def shipped_media() -> list:
+    """Media with a default model: the RFT presets and every dataset shipped in data/."""
+    from .media import MEDIA
+
+    return sorted(set(MEDIA) | {p.stem for p in (ROOT / "data").glob("*.h5")})
+
+
 def default_model(medium: str = "sand", say=print) -> wm.WrenchSpaceModel:
     """The default model of a shipped medium, trained on first use and cached in training/models/."""
     from .synth import synthesize

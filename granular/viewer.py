@@ -22,7 +22,7 @@ from . import runfile, scenarios
 from .errors import GranularError
 
 FPS = 30
-MEDIA = ("sand", "pebbles")
+MEDIA = ("sand", "pebbles", "beads")
 
 
 def _quat_y(angle):

@@ -1,4 +1,4 @@
-"""DEM acquisition end to end: a real YADE bed and two runs on a real Dask local cluster."""
+"""DEM acquisition: the geometry checks, and end to end a real YADE bed and two runs on a real Dask cluster."""
 import json
 import shutil
 import subprocess
@@ -7,25 +7,52 @@ import sys
 import numpy as np
 import pytest
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(shutil.which("yade") is None,
-                                 reason="YADE is not installed (tests/setup.sh installs it: apt-get install yade)")]
+needs_yade = pytest.mark.skipif(shutil.which("yade") is None,
+                                reason="YADE is not installed (tests/setup.sh installs it: apt-get install yade)")
 
 
+def test_a_grid_deeper_than_the_bed_is_refused_before_any_work():
+    from granular import dem
+    from granular.errors import GranularError
+    from granular.foot import Foot
+
+    bed = dem.Bed(2850, (0.55, 0.15, 0.4))
+    scale = [0.2, 0.2, 0.6]
+    dem.check_fits(bed, [[-0.12, 1.0], [-0.06, 0.5]], scale, 0.2, Foot())
+    with pytest.raises(GranularError, match="deep"):
+        dem.check_fits(bed, [[-0.24, 0.0]], scale, 0.2, Foot())
+    with pytest.raises(GranularError, match="long"):
+        dem.check_fits(dem.Bed(2850, (0.35, 0.24, 0.4)), [[-0.06, 1.4]], scale, 0.2, Foot())
+
+
+def test_a_workdir_of_another_bed_is_not_reused(tmp_path):
+    from granular import dem
+    from granular.errors import GranularError
+
+    first = dem.Bed(600, (0.3, 0.14, 0.3))
+    for name in ("bed.yade.gz", "bed.yade.gz.json"):
+        (tmp_path / name).write_text("{}")
+    (tmp_path / "bed.params.json").write_text(json.dumps({**dem.asdict(first), "depth": first.depth}))
+    assert dem.prepare_bed(first, tmp_path) == tmp_path / "bed.yade.gz"
+    with pytest.raises(GranularError, match="another bed"):
+        dem.prepare_bed(dem.Bed(900, (0.3, 0.14, 0.3)), tmp_path)
+
+
+@pytest.mark.slow
+@needs_yade
 def test_tiny_dem_acquisition_on_a_dask_cluster(tmp_path):
     out = tmp_path / "beads.h5"
     cmd = [sys.executable, "-m", "granular", "acquire", "dem", "--medium", "beads", "--out", out,
-           "--depths", "0,-0.03", "--tilts", "0", "--directions", "26", "--particles", "300",
-           "--box", "0.4", "0.12", "0.2", "--t-total", "0.15", "--workers", "2"]
+           "--depths", "0,-0.03", "--tilts", "0", "--directions", "26", "--particles", "600",
+           "--box", "0.3", "0.14", "0.3", "--t-total", "0.1", "--workers", "2"]
     # two runs only: restrict the grid to two directions by pre-seeding the others as done
     runs = tmp_path / "beads_runs"
     from granular import dem
     from granular.foot import Foot
     from granular.sampling import sphere_directions
 
-    plan = dem.plan(runs / "bed.yade.gz", dem.Bed(300, (0.4, 0.12, 0.2)), [[0.0, 0.0], [-0.03, 0.0]],
-                    sphere_directions(26),
-                    np.array([0.2, 0.2, 0.6]), 0.15, Foot(), "beads")
+    plan = dem.plan(runs / "bed.yade.gz", dem.Bed(600, (0.3, 0.14, 0.3)), [[0.0, 0.0], [-0.03, 0.0]],
+                    sphere_directions(26), np.array([0.2, 0.2, 0.6]), 0.1, Foot(), "beads")
     runs.mkdir()
     for p in plan[1:-1]:  # all but straight up (first) and down (last): stubs, i.e. failed runs
         (runs / f"{p['name']}.csv").write_text("t,x\n")
