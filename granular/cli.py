@@ -102,7 +102,9 @@ def cmd_train(args):
             for name, v in r["cv"].items():
                 _say(f"  {name:<10}{v['rel_rmse']:>8.4f}{v['rel_rmse_fx']:>8.4f}"
                      f"{v['rel_rmse_fz']:>8.4f}{v['rel_rmse_tau']:>8.4f}")
-        _say(f"concavity (Table II): average {r['concavity']['average']:.4f}, worst {r['concavity']['worst']:.4f}")
+        c = r["concavity"]
+        paper = f"; paper's {ds.medium}: {c['paper']['average']:.4f}, {c['paper']['worst']:.4f}" if "paper" in c else ""
+        _say(f"concavity (Table II): average {c['average']:.4f}, worst {c['worst']:.4f}{paper}")
         _say("fixed-normal outer approximation, distance outside the exact hull / largest wrench:")
         _fixed_table(r["fixed_normals"])
         _say(f"wrote {r['model']}")
@@ -365,8 +367,8 @@ def build_parser():
     a.add_argument("engine", choices=["dem"])
     a.add_argument("--medium", default="beads")
     a.add_argument("--out", required=True, help="dataset to write (.h5)")
-    a.add_argument("--depths", type=_floats, default=[0.0, -0.05, -0.10],
-                   help="comma-separated d (m); default: 0, -0.05, -0.10 (Table I Beads: 0 to -0.24 in steps of 0.06)")
+    a.add_argument("--depths", type=_floats, default=[0.0, -0.03, -0.06],
+                   help="comma-separated d (m); default: 0, -0.03, -0.06 (Table I Beads: 0 to -0.24 in steps of 0.06)")
     a.add_argument("--tilts", type=_floats, default=[0.0, 0.5, 1.0],
                    help="comma-separated φ (rad); default: 0, 0.5, 1 (Table I Beads goes to 1.5 in steps of 0.25)")
     a.add_argument("--directions", type=int, default=26)

@@ -189,11 +189,17 @@ def bed_file(workdir) -> Path:
 
 def run_one(params: dict, workdir: str, timeout: float = 3600) -> str:
     """One acquisition run (a Dask task): the CSV of its record, skipped if already done."""
-    workdir = Path(workdir)
-    out = workdir / f"{params['name']}.csv"
-    if out.exists() and out.with_suffix(".json").exists():
+    out = Path(workdir) / f"{params['name']}.csv"
+    if is_done(params, workdir):
         return str(out)
-    return str(_run_yade(RUN_SCRIPT, params, workdir, params["name"], out, timeout))
+    return str(_run_yade(RUN_SCRIPT, params, Path(workdir), params["name"], out, timeout))
+
+
+def is_done(params: dict, workdir) -> bool:
+    """Whether this very run (same parameters, not only the same name) has been recorded."""
+    base = Path(workdir) / params["name"]
+    files = [base.with_suffix(s) for s in (".csv", ".json", ".params.json")]
+    return all(f.exists() for f in files) and json.loads(files[2].read_text()) == json.loads(json.dumps(params))
 
 
 def check_fits(bed: Bed, configs, velocity_scale, t_total, foot):
@@ -241,7 +247,7 @@ def acquire(workdir, bed: Bed, configs, directions, velocity_scale, t_total, foo
     runs = plan(bed_file(workdir), bed, configs, directions, velocity_scale, t_total, foot, medium, insert_speed)
     say(f"preparing the bed ({bed.particles} spheres, {bed.depth:.3f} m deep) in {workdir}")
     prepare_bed(bed, workdir)
-    done = [r for r in runs if (workdir / f"{r['name']}.csv").exists()]
+    done = [r for r in runs if is_done(r, workdir)]
     say(f"{len(runs)} runs, {len(done)} already done")
     cluster = None if scheduler else LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                                   dashboard_address=None)

@@ -112,6 +112,10 @@ def training_report(cv: dict, fixed: dict, concavity: dict, path, title=""):
     ax.set_xlabel("configuration (below surface)")
     ax.set_ylabel("concavity")
     ax.set_title(f"concavity: mean {concavity['average']:.4f}, worst {concavity['worst']:.4f}")
+    if "paper" in concavity:
+        for key, style in (("average", "--"), ("worst", ":")):
+            ax.axhline(concavity["paper"][key], color="k", ls=style, lw=1, label=f"paper Table II {key}")
+        ax.legend(fontsize=8)
     if title:
         fig.suptitle(title)
     return save(fig, path)

@@ -58,13 +58,20 @@ def cross_validate(ds: wd.WrenchDataset, names=tuple(REGRESSORS), folds: int = 5
     return results
 
 
+#: Zhu et al. 2019, Table II: (average, worst) concavity of the measured wrench spaces.
+PAPER_CONCAVITY = {"beads": (0.0174, 0.1207), "pebbles": (0.0013, 0.0155), "sand": (0.0, 0.0)}
+
+
 def concavity_table(ds: wd.WrenchDataset) -> dict:
     """Concavity (paper §IV-B, Table II) per configuration below the surface: average and worst."""
     values = [wrenchspace.concavity(ds.wrenches[j][ds.valid[j]])
               for j in range(ds.n) if ds.configs[j, 0] < 0 and ds.valid[j].sum() >= 4]
-    return {"average": float(np.mean(values)) if values else 0.0,
-            "worst": float(np.max(values)) if values else 0.0,
-            "per_config": values}
+    table = {"average": float(np.mean(values)) if values else 0.0,
+             "worst": float(np.max(values)) if values else 0.0,
+             "per_config": values}
+    if ds.medium in PAPER_CONCAVITY:
+        table["paper"] = dict(zip(("average", "worst"), PAPER_CONCAVITY[ds.medium]))
+    return table
 
 
 def fixed_normal_errors(model: wm.WrenchSpaceModel, Ks=(16, 32, 64), samples: int = 40, seed: int = 0) -> dict:

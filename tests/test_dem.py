@@ -38,6 +38,17 @@ def test_a_workdir_of_another_bed_is_not_reused(tmp_path):
         dem.prepare_bed(dem.Bed(900, (0.3, 0.14, 0.3)), tmp_path)
 
 
+def test_a_run_is_done_only_with_the_same_parameters(tmp_path):
+    from granular import dem
+
+    params = {"name": "run_c001_d00", "theta_des": [-0.03, 0.0]}
+    for suffix in (".csv", ".json"):
+        (tmp_path / f"run_c001_d00{suffix}").write_text("recorded")
+    (tmp_path / "run_c001_d00.params.json").write_text(json.dumps(params))
+    assert dem.is_done(params, tmp_path)
+    assert not dem.is_done({**params, "theta_des": [-0.06, 0.0]}, tmp_path), "another grid reuses the name"
+
+
 @pytest.mark.slow
 @needs_yade
 def test_tiny_dem_acquisition_on_a_dask_cluster(tmp_path):
@@ -51,12 +62,13 @@ def test_tiny_dem_acquisition_on_a_dask_cluster(tmp_path):
     from granular.foot import Foot
     from granular.sampling import sphere_directions
 
-    plan = dem.plan(runs / "bed.yade.gz", dem.Bed(600, (0.3, 0.14, 0.3)), [[0.0, 0.0], [-0.03, 0.0]],
-                    sphere_directions(26), np.array([0.2, 0.2, 0.6]), 0.1, Foot(), "beads")
     runs.mkdir()
+    plan = dem.plan(runs.resolve() / "bed.yade.gz", dem.Bed(600, (0.3, 0.14, 0.3)), [[0.0, 0.0], [-0.03, 0.0]],
+                    sphere_directions(26), np.array([0.2, 0.2, 0.6]), 0.1, Foot(), "beads")
     for p in plan[1:-1]:  # all but straight up (first) and down (last): stubs, i.e. failed runs
         (runs / f"{p['name']}.csv").write_text("t,x\n")
         (runs / f"{p['name']}.json").write_text("{}")
+        (runs / f"{p['name']}.params.json").write_text(json.dumps(p))
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stderr[-3000:]
     from granular import dataset

@@ -35,6 +35,7 @@ def test_concavity_table(sand):
     table = training.concavity_table(sand)
     assert len(table["per_config"]) == int((sand.configs[:, 0] < 0).sum())
     assert 0 <= table["average"] <= table["worst"] < 0.2
+    assert table["paper"] == {"average": 0.0, "worst": 0.0}, "sand is reported next to the paper's Table II"
 
 
 def test_job_errors(tmp_path):
