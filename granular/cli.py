@@ -140,7 +140,26 @@ def cmd_inspect(args):
             pass
     if fmt == wm.FORMAT:
         return _inspect_model(args, wm.load(path))
+    if path.suffix == ".csv" or (path.suffix in (".h5", ".hdf5") and fmt is None):
+        return _inspect_run(args, path)
     return _inspect_dataset(args, wd.read(path))
+
+
+def _inspect_run(args, path):
+    from . import ingest, plots
+    from .foot import Foot
+
+    mapping = ingest.Mapping.load(args.mapping) if args.mapping else ingest.Mapping.load()
+    run = ingest.read_run(path, mapping)
+    wrench, quality = ingest.extract(run, Foot(), cutoff=args.cutoff)
+    summary = {"kind": "acquisition run", "theta_des": run.theta_des.tolist(), "v_des": run.v_des.tolist(),
+               "t_total": run.t_total, "samples": len(run.t), "cutoff_hz": args.cutoff,
+               "wrench_F_r": wrench.tolist(), **quality}
+    if args.plot:
+        plots.acquisition_run(run, ingest.lowpass(run, args.cutoff), quality["t_pass"], args.plot,
+                              f"{path.name}: F_r wrench at the pass {np.round(wrench, 2).tolist()}")
+        summary["plot"] = str(args.plot)
+    _emit(summary, args.json, _print_summary)
 
 
 def _dataset_summary(ds):
@@ -332,8 +351,10 @@ def build_parser():
     t.add_argument("--json", action="store_true", help="print one JSON object")
     t.set_defaults(func=cmd_train)
 
-    i = sub.add_parser("inspect", help="summarise a dataset or a model; W(θ) of a model at --theta")
-    i.add_argument("path")
+    i = sub.add_parser("inspect", help="summarise a dataset, a model or a raw run; W(θ) of a model at --theta")
+    i.add_argument("path", help="dataset or model (.h5), or an acquisition run (.csv + .json, or .h5)")
+    i.add_argument("--cutoff", type=float, default=5.0, help="runs: low-pass cutoff (Hz; default 5 as in ingest, DEM: 50)")
+    i.add_argument("--mapping", help="runs: column/unit mapping (.toml)")
     i.add_argument("--theta", nargs=2, type=float, metavar=("D", "PHI"))
     i.add_argument("--fixed", type=int, metavar="K", help="also give the K-fixed-normal polytope")
     i.add_argument("--plot", help="write a figure (.png)")

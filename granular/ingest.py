@@ -179,12 +179,17 @@ def _pass_time(run: Run):
     return t_star, lag
 
 
+def lowpass(run: Run, cutoff: float) -> np.ndarray:
+    """The wrench samples through a zero-phase 2nd-order Butterworth low-pass filter (paper step 4)."""
+    fs = 1.0 / np.median(np.diff(run.t))
+    b, a = butter(2, cutoff / (0.5 * fs))
+    return filtfilt(b, a, run.wrench, axis=0)
+
+
 def extract(run: Run, foot: Foot, cutoff: float = DEFAULT_CUTOFF_HZ):
     """(wrench in F_r (3,), quality dict) at the instant the run passes θ_des."""
     _check(run, cutoff)
-    fs = 1.0 / np.median(np.diff(run.t))
-    b, a = butter(2, cutoff / (0.5 * fs))
-    smooth = filtfilt(b, a, run.wrench, axis=0)
+    smooth = lowpass(run, cutoff)
     residual = float(np.sqrt(np.mean((run.wrench - smooth) ** 2)))
     t_star, lag = _pass_time(run)
     w_s = np.array([np.interp(t_star, run.t, smooth[:, k]) for k in range(3)])

@@ -121,6 +121,29 @@ def training_report(cv: dict, fixed: dict, concavity: dict, path, title=""):
     return save(fig, path)
 
 
+def acquisition_run(run, smooth, t_pass, path, title=""):
+    """One raw acquisition run: measured and filtered wrench, the foot's depth, the pass through θ_des."""
+    fig, axes = plt.subplots(4, 1, figsize=(7, 8), sharex=True)
+    t = run.t - run.t[0]
+    names = ("f_x (N)", "f_z (N)", "τ (N·m)")
+    for k, ax in enumerate(axes[:3]):
+        ax.plot(t, run.wrench[:, k], color="0.75", lw=0.7, label="measured")
+        ax.plot(t, smooth[:, k], color="C0", lw=1.5, label="filtered")
+        ax.set_ylabel(names[k] + "\nsensor frame")
+        lo, hi = np.percentile(run.wrench[:, k], [1, 99])
+        pad = 0.2 * (hi - lo) + 1e-9
+        ax.set_ylim(lo - pad, hi + pad)  # the insertion transient would flatten the rest
+    axes[3].plot(t, run.pose[:, 1], color="C2")
+    axes[3].axhline(run.theta_des[0], color="k", ls=":", lw=1)
+    axes[3].set_ylabel("depth d (m)")
+    axes[3].set_xlabel("time since the start of the constant-velocity trajectory (s)")
+    for ax in axes:
+        ax.axvline(t_pass, color="C3", lw=1, label="passes θ_des")
+    axes[0].legend(fontsize=8, loc="upper right")
+    fig.suptitle(title or f"θ_des = {np.round(run.theta_des, 3).tolist()}, v_des = {np.round(run.v_des, 3).tolist()}")
+    return save(fig, path)
+
+
 def scene_frames(geometry, q):
     """Body frames (angle, origin) of a recorded state, from the run's geometry."""
     from .multibody import Body, MultiBody

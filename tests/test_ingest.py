@@ -140,3 +140,18 @@ def test_ingest_cli_writes_a_dataset_that_trains(tmp_path):
 
     ds = dataset.read(tmp_path / "ds.h5")
     assert ds.source == "ft-rig" and ds.valid.sum() == 4 + 26  # four runs and the zero-depth row
+
+
+@pytest.mark.parametrize("fmt", ["csv", "h5"])
+def test_inspect_a_raw_run_shows_its_extraction(tmp_path, fmt):
+    import subprocess
+    import sys
+
+    path, w_true = make_run(tmp_path, "run", (-0.04, 0.3), DIRS[5], fmt=fmt)
+    out = subprocess.run([sys.executable, "-m", "granular", "inspect", path, "--json", "--plot", tmp_path / "run.png"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    assert summary["kind"] == "acquisition run" and not summary["flagged"]
+    assert np.abs(np.array(summary["wrench_F_r"]) - w_true).max() <= 0.02 * np.abs(w_true).max()
+    assert (tmp_path / "run.png").stat().st_size > 10_000
