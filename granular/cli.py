@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -300,7 +301,12 @@ def cmd_acquire(args):
                         scheduler=args.scheduler, insert_speed=args.insert_speed, say=_say)
     ds = ingest.assemble(paths, out_medium=args.medium, cutoff=args.cutoff, m=args.directions,
                          velocity_scale=scale, source="dem", report=_say)
-    wd.write(ds, args.out)
+    c = dem.cost(workdir, paths)
+    made = (f"YADE, {c['spheres']} spheres in a {' x '.join(map(str, args.box))} m box, t_total {args.t_total} s, "
+            f"insertion {args.insert_speed} m/s, cutoff {args.cutoff} Hz; bed {c['bed_s']:.0f} s, "
+            f"{c['runs']} runs {c['runs_s'] / 60:.1f} min of YADE time")
+    _say(made)
+    wd.write(replace(ds, creator=f"{ds.creator} acquire dem: {made}"), args.out)
     _say(f"wrote {args.out}")
 
 

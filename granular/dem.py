@@ -265,3 +265,10 @@ def acquire(workdir, bed: Bed, configs, directions, velocity_scale, t_total, foo
         cluster.close()
     say(f"{len(paths)} runs recorded, {len(failed)} failed")
     return sorted(paths)
+
+
+def cost(workdir, paths) -> dict:
+    """What the bed and the recorded runs took: spheres, and YADE's wall time in seconds."""
+    bed = json.loads((bed_file(workdir).parent / "bed.yade.gz.json").read_text())
+    runs = [json.loads(Path(p).with_suffix(".json").read_text()).get("seconds", 0.0) for p in paths]
+    return {"spheres": bed["spheres"], "bed_s": bed.get("seconds", 0.0), "runs": len(runs), "runs_s": sum(runs)}

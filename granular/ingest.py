@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import csv
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import h5py
@@ -65,17 +65,22 @@ class Mapping:
     columns: dict
     units: dict
     sign: float = 1.0        # −1 if the sensor reports the foot's force on the medium
+    topics: dict = field(default_factory=dict)  # ROS 2 bags: {"wrench": topic, "pose": topic}
 
     @classmethod
     def load(cls, path=None) -> "Mapping":
         if path is None:
             return cls({c: c for c in CHANNELS}, {})
-        spec = read_toml(path, "column mapping", known=("columns", "units", "sign"))
+        spec = read_toml(path, "column mapping", known=("columns", "units", "sign", "topics"))
         units = spec.get("units", {})
         bad = {k: u for k, u in units.items() if u not in UNITS}
         if bad:
             raise GranularError(f"{path}: unknown unit(s) {bad}; known: {', '.join(UNITS)}")
-        return cls({c: spec.get("columns", {}).get(c, c) for c in CHANNELS}, units, float(spec.get("sign", 1.0)))
+        bad = set(spec.get("topics", {})) - {"wrench", "pose"}
+        if bad:
+            raise GranularError(f"{path}: unknown [topics] key(s) {', '.join(sorted(bad))}; known: wrench, pose")
+        return cls({c: spec.get("columns", {}).get(c, c) for c in CHANNELS}, units, float(spec.get("sign", 1.0)),
+                   dict(spec.get("topics", {})))
 
     def factor(self, channel):
         return UNITS[self.units.get(channel, {"t": "s", "x": "m", "z": "m", "phi": "rad", "fx": "N", "fz": "N",
@@ -98,8 +103,12 @@ def _metadata(meta: dict, path):
 def read_run(path, mapping: Mapping = Mapping.load()) -> Run:
     """A raw run from CSV (+ ``<name>.json`` sidecar) or HDF5 (metadata as attributes)."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise BadRun(f"{path}: no such file")
+    if path.is_dir():
+        cols, meta = _read_bag(path, mapping)
+        return Run(path, cols["t"], np.column_stack([cols["x"], cols["z"], cols["phi"]]),
+                   mapping.sign * np.column_stack([cols["fx"], cols["fz"], cols["tau"]]), **_metadata(meta, path))
     if path.suffix in (".h5", ".hdf5"):
         try:
             with h5py.File(path, "r") as f:
@@ -131,6 +140,59 @@ def read_run(path, mapping: Mapping = Mapping.load()) -> Run:
     si = {c: np.asarray(cols[c], float) * mapping.factor(c) for c in CHANNELS}
     return Run(path, si["t"], np.column_stack([si["x"], si["z"], si["phi"]]),
                mapping.sign * np.column_stack([si["fx"], si["fz"], si["tau"]]), **_metadata(meta, path))
+
+
+WRENCH_MSG, POSE_MSG = "geometry_msgs/msg/WrenchStamped", "geometry_msgs/msg/PoseStamped"
+
+
+def _read_bag(path: Path, mapping: Mapping):
+    """A ROS 2 bag (directory): the wrench and pose topics, on the wrench's time stamps.
+
+    The run's plane is the x–z plane of the messages' frames (ROS units, SI): the pose is p_center
+    relative to the undisturbed surface, the tilt is the rotation about −y (counter-clockwise as
+    drawn, frames.py); the wrench is in the sensor's frame, its torque about −y. The metadata is
+    the JSON sidecar ``<bag>.json`` beside the bag directory.
+    """
+    try:
+        from rosbags.highlevel import AnyReader
+    except ImportError:
+        raise GranularError("reading ROS 2 bags needs rosbags: pip install 'granular[ros]'") from None
+    sidecar = path.with_suffix(".json")
+    if not sidecar.is_file():
+        raise BadRun(f"{path}: missing metadata sidecar {sidecar.name}")
+    try:
+        meta = json.loads(sidecar.read_text())
+    except json.JSONDecodeError as exc:
+        raise BadRun(f"{sidecar}: not valid JSON ({exc})") from None
+    try:
+        with AnyReader([path]) as reader:
+            streams = {}
+            for kind, msgtype in (("wrench", WRENCH_MSG), ("pose", POSE_MSG)):
+                want = mapping.topics.get(kind)
+                conns = [c for c in reader.connections if c.msgtype == msgtype and want in (None, c.topic)]
+                if not conns:
+                    raise BadRun(f"{path}: no {msgtype} topic" + (f" named {want!r}" if want else ""))
+                streams[kind] = [reader.deserialize(raw, c.msgtype) for c, _, raw in reader.messages([conns[0]])]
+    except BadRun:
+        raise
+    except Exception as exc:  # rosbags raises its own types for unreadable bags
+        raise BadRun(f"{path}: not a readable ROS 2 bag ({exc})") from None
+    stamp = lambda m: m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec  # noqa: E731
+    tw = np.array([stamp(m) for m in streams["wrench"]])
+    tp = np.array([stamp(m) for m in streams["pose"]])
+    q = np.array([[m.pose.orientation.w, m.pose.orientation.x, m.pose.orientation.y, m.pose.orientation.z]
+                  for m in streams["pose"]])
+    phi = np.unwrap(np.arctan2(-2 * (q[:, 1] * q[:, 3] + q[:, 0] * q[:, 2]), 1 - 2 * (q[:, 1] ** 2 + q[:, 2] ** 2)))
+    keep = (tw >= tp.min()) & (tw <= tp.max()) if len(tp) else np.zeros(len(tw), bool)
+    t = tw[keep]
+    cols = {"t": t - (t[0] if len(t) else 0.0),
+            "x": np.interp(t, tp, [m.pose.position.x for m in streams["pose"]]),
+            "z": np.interp(t, tp, [m.pose.position.z for m in streams["pose"]]),
+            "phi": np.interp(t, tp, phi)}
+    w = [m for m, k in zip(streams["wrench"], keep) if k]
+    cols.update(fx=np.array([m.wrench.force.x for m in w]), fz=np.array([m.wrench.force.z for m in w]),
+                tau=np.array([-m.wrench.torque.y for m in w]))
+    return cols, meta
 
 
 def _check(run: Run, cutoff):

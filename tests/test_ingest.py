@@ -155,3 +155,55 @@ def test_inspect_a_raw_run_shows_its_extraction(tmp_path, fmt):
     assert summary["kind"] == "acquisition run" and not summary["flagged"]
     assert np.abs(np.array(summary["wrench_F_r"]) - w_true).max() <= 0.02 * np.abs(w_true).max()
     assert (tmp_path / "run.png").stat().st_size > 10_000
+
+
+def write_bag(tmp_path, name, run, pose_every=2):
+    """The run as a ROS 2 bag: WrenchStamped at the run's rate, PoseStamped at a lower one."""
+    from rosbags.rosbag2 import Writer
+    from rosbags.typesys import Stores, get_typestore
+
+    ts = get_typestore(Stores.ROS2_HUMBLE)
+    T = ts.types
+    bag = tmp_path / name
+
+    def header(t):
+        t = 1_700_000_000.0 + t
+        return T["std_msgs/msg/Header"](stamp=T["builtin_interfaces/msg/Time"](sec=int(t), nanosec=int(t % 1 * 1e9)),
+                                        frame_id="foot")
+
+    with Writer(bag, version=8) as writer:
+        wc = writer.add_connection("/ft/wrench", "geometry_msgs/msg/WrenchStamped", typestore=ts)
+        pc = writer.add_connection("/foot/pose", "geometry_msgs/msg/PoseStamped", typestore=ts)
+        for k, t in enumerate(run.t):
+            fx, fz, tau = run.wrench[k]
+            msg = T["geometry_msgs/msg/WrenchStamped"](header=header(t), wrench=T["geometry_msgs/msg/Wrench"](
+                force=T["geometry_msgs/msg/Vector3"](x=fx, y=0.0, z=fz),
+                torque=T["geometry_msgs/msg/Vector3"](x=0.0, y=-tau, z=0.0)))
+            writer.write(wc, int(t * 1e9), ts.serialize_cdr(msg, msg.__msgtype__))
+            if k % pose_every == 0 or k == len(run.t) - 1:
+                x, z, phi = run.pose[k]
+                pose = T["geometry_msgs/msg/Pose"](position=T["geometry_msgs/msg/Point"](x=x, y=0.0, z=z),
+                                                   orientation=T["geometry_msgs/msg/Quaternion"](
+                                                       x=0.0, y=-np.sin(phi / 2), z=0.0, w=np.cos(phi / 2)))
+                msg = T["geometry_msgs/msg/PoseStamped"](header=header(t), pose=pose)
+                writer.write(pc, int(t * 1e9), ts.serialize_cdr(msg, msg.__msgtype__))
+    (tmp_path / f"{name}.json").write_text(json.dumps({
+        "theta_des": run.theta_des.tolist(), "v_des": run.v_des.tolist(), "t_total": run.t_total,
+        "medium": "sand", "sensor_offset": run.sensor_offset.tolist(), "sensor_angle": run.sensor_angle}))
+    return bag
+
+
+def test_ros2_bag_run_matches_truth_within_2_percent(tmp_path):
+    pytest.importorskip("rosbags")
+    path, w_true = make_run(tmp_path, "csvrun", (-0.04, 0.6), DIRS[13])
+    bag = write_bag(tmp_path, "bagrun", ingest.read_run(path))
+    w, quality = ingest.extract(ingest.read_run(bag), FOOT)
+    assert np.abs(w - w_true).max() <= 0.02 * np.abs(w_true).max(), (w, w_true)
+    assert not quality["flagged"]
+    topics = tmp_path / "topics.toml"
+    topics.write_text('[topics]\nwrench = "/nope"\n')
+    with pytest.raises(ingest.BadRun, match="no geometry_msgs/msg/WrenchStamped topic named '/nope'"):
+        ingest.read_run(bag, ingest.Mapping.load(topics))
+    (tmp_path / "bagrun.json").unlink()
+    with pytest.raises(ingest.BadRun, match="missing metadata sidecar"):
+        ingest.read_run(bag)
