@@ -254,13 +254,15 @@ def acquire(workdir, bed: Bed, configs, directions, velocity_scale, t_total, foo
     paths, failed = [], []
     with Client(scheduler or cluster) as client:
         futures = [client.submit(run_one, r, str(workdir), key=r["name"], pure=False) for r in runs]
-        for future in tqdm(as_completed(futures), total=len(futures), desc="DEM runs",
-                           disable=None if progress else True):
+        bar = tqdm(as_completed(futures), total=len(futures), desc="DEM runs", disable=None if progress else True)
+        for k, future in enumerate(bar, 1):
             try:
                 paths.append(future.result())
             except Exception as exc:  # a failed run is reported and skipped, never fatal
                 failed.append(str(exc))
                 say(f"run failed: {exc}")
+            if bar.disable and progress and k % max(1, len(futures) // 10) == 0:
+                say(f"DEM runs: {k}/{len(futures)}")  # a log file gets a line per tenth instead of a bar
     if cluster is not None:
         cluster.close()
     say(f"{len(paths)} runs recorded, {len(failed)} failed")
