@@ -4,9 +4,10 @@ YADE is an external program with its own Python: this module writes YADE
 scripts, runs them as ``yade -n -x script.py``, and ingests what they record
 through the rig path (:mod:`granular.ingest`): one code path for rig and DEM
 data. Protocol: a bed of spheres is rained into a box, settled, levelled and
-saved once; every run reloads it, places the foot (a cylinder of facets) at
-θ_des − 0.8·t_total·v_des, moves it kinematically at v_des for t_total and
-records its pose and the force and torque the grains exert on it.
+saved once; every run reloads it, lowers the foot (a cylinder of facets) from
+above the surface straight down to θ_des − 0.8·t_total·v_des, moves it
+kinematically at v_des for t_total and records its pose and the force and
+torque the grains exert on it.
 
 The world is YADE's x (forward), z (up); the plane of the paper is x–z and
 the foot's tilt turns about −y (counter-clockwise as drawn, frames.py).
@@ -80,7 +81,6 @@ O.dt = 0.7 * PWaveTimeStep()
 fall = math.sqrt(2 * top / 9.81) + 0.1     # time for the highest sphere to land
 while O.time < fall or (unbalancedForce() > P["settled"] and O.time < fall + 2.0):
     O.run(1000, True)
-    print(f"raining t={O.time:.3f} s unbalanced={unbalancedForce():.3f}", flush=True)
 level = P["depth"] - P["radius"]
 for b in list(O.bodies):
     if isinstance(b.shape, Sphere) and b.state.pos[2] > level:
@@ -163,7 +163,8 @@ def _run_yade(script: str, params: dict, workdir: Path, name: str, out: Path, ti
     pfile.write_text(json.dumps(params))
     sfile = workdir / f"{name}.py"
     sfile.write_text(f"PARAMS = {str(pfile)!r}\nOUT = {str(out)!r}\n" + script)
-    proc = subprocess.run([yade_command(), "-j", str(threads), "-n", "-x", str(sfile)], capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run([yade_command(), "-j", str(threads), "-n", "-x", str(sfile)],
+                          capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0 or not out.exists():
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
         raise GranularError(f"YADE failed on {name} (exit {proc.returncode}): {' | '.join(tail)}")
@@ -174,7 +175,7 @@ def prepare_bed(bed: Bed, workdir, timeout: float = 3600) -> Path:
     """Rain, settle, level and save the bed once (reused if it is already there)."""
     out = bed_file(workdir)
     params = {**asdict(bed), "depth": bed.depth}
-    if not (out.exists() and Path(str(out) + ".json").exists()):
+    if not (out.exists() and _bed_info(workdir).exists()):
         _run_yade(BED_SCRIPT, params, Path(workdir), "bed", out, timeout, threads=os.cpu_count() or 1)
     kept = json.loads((Path(workdir) / "bed.params.json").read_text())
     if kept != json.loads(json.dumps(params)):
@@ -185,6 +186,11 @@ def prepare_bed(bed: Bed, workdir, timeout: float = 3600) -> Path:
 
 def bed_file(workdir) -> Path:
     return Path(workdir) / "bed.yade.gz"
+
+
+def _bed_info(workdir) -> Path:
+    """What the bed script measured: surface height, spheres kept, time step, wall time."""
+    return Path(workdir) / "bed.yade.gz.json"
 
 
 def run_one(params: dict, workdir: str, timeout: float = 3600) -> str:
@@ -271,6 +277,6 @@ def acquire(workdir, bed: Bed, configs, directions, velocity_scale, t_total, foo
 
 def cost(workdir, paths) -> dict:
     """What the bed and the recorded runs took: spheres, and YADE's wall time in seconds."""
-    bed = json.loads((bed_file(workdir).parent / "bed.yade.gz.json").read_text())
+    bed = json.loads(_bed_info(workdir).read_text())
     runs = [json.loads(Path(p).with_suffix(".json").read_text()).get("seconds", 0.0) for p in paths]
     return {"spheres": bed["spheres"], "bed_s": bed.get("seconds", 0.0), "runs": len(runs), "runs_s": sum(runs)}

@@ -106,10 +106,8 @@ def read_run(path, mapping: Mapping = Mapping.load()) -> Run:
     if not path.exists():
         raise BadRun(f"{path}: no such file")
     if path.is_dir():
-        cols, meta = _read_bag(path, mapping)
-        return Run(path, cols["t"], np.column_stack([cols["x"], cols["z"], cols["phi"]]),
-                   mapping.sign * np.column_stack([cols["fx"], cols["fz"], cols["tau"]]), **_metadata(meta, path))
-    if path.suffix in (".h5", ".hdf5"):
+        cols, meta = _read_bag(path, mapping), _sidecar(path)
+    elif path.suffix in (".h5", ".hdf5"):
         try:
             with h5py.File(path, "r") as f:
                 cols = {c: f[mapping.columns[c]][()] for c in CHANNELS if mapping.columns[c] in f}
@@ -117,13 +115,7 @@ def read_run(path, mapping: Mapping = Mapping.load()) -> Run:
         except OSError as exc:
             raise BadRun(f"{path}: not a readable HDF5 file ({exc})") from None
     else:
-        sidecar = path.with_suffix(".json")
-        if not sidecar.is_file():
-            raise BadRun(f"{path}: missing metadata sidecar {sidecar.name}")
-        try:
-            meta = json.loads(sidecar.read_text())
-        except json.JSONDecodeError as exc:
-            raise BadRun(f"{sidecar}: not valid JSON ({exc})") from None
+        meta = _sidecar(path)
         with path.open(newline="") as fh:
             rows = list(csv.DictReader(fh))
         names = set(rows[0]) if rows else set()
@@ -142,6 +134,17 @@ def read_run(path, mapping: Mapping = Mapping.load()) -> Run:
                mapping.sign * np.column_stack([si["fx"], si["fz"], si["tau"]]), **_metadata(meta, path))
 
 
+def _sidecar(path: Path) -> dict:
+    """The run's metadata from ``<name>.json`` beside it (CSV files and ROS 2 bags)."""
+    sidecar = path.with_suffix(".json")
+    if not sidecar.is_file():
+        raise BadRun(f"{path}: missing metadata sidecar {sidecar.name}")
+    try:
+        return json.loads(sidecar.read_text())
+    except json.JSONDecodeError as exc:
+        raise BadRun(f"{sidecar}: not valid JSON ({exc})") from None
+
+
 WRENCH_MSG, POSE_MSG = "geometry_msgs/msg/WrenchStamped", "geometry_msgs/msg/PoseStamped"
 
 
@@ -151,19 +154,12 @@ def _read_bag(path: Path, mapping: Mapping):
     The run's plane is the x–z plane of the messages' frames (ROS units, SI): the pose is p_center
     relative to the undisturbed surface, the tilt is the rotation about −y (counter-clockwise as
     drawn, frames.py); the wrench is in the sensor's frame, its torque about −y. The metadata is
-    the JSON sidecar ``<bag>.json`` beside the bag directory.
+    the JSON sidecar ``<bag>.json`` beside the bag directory; the mapping's units apply as for CSV.
     """
     try:
         from rosbags.highlevel import AnyReader
     except ImportError:
         raise GranularError("reading ROS 2 bags needs rosbags: pip install 'granular[ros]'") from None
-    sidecar = path.with_suffix(".json")
-    if not sidecar.is_file():
-        raise BadRun(f"{path}: missing metadata sidecar {sidecar.name}")
-    try:
-        meta = json.loads(sidecar.read_text())
-    except json.JSONDecodeError as exc:
-        raise BadRun(f"{sidecar}: not valid JSON ({exc})") from None
     try:
         with AnyReader([path]) as reader:
             streams = {}
@@ -192,7 +188,7 @@ def _read_bag(path: Path, mapping: Mapping):
     w = [m for m, k in zip(streams["wrench"], keep) if k]
     cols.update(fx=np.array([m.wrench.force.x for m in w]), fz=np.array([m.wrench.force.z for m in w]),
                 tau=np.array([-m.wrench.torque.y for m in w]))
-    return cols, meta
+    return cols
 
 
 def _check(run: Run, cutoff):
