@@ -5,8 +5,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .errors import GranularError
-from .frames import foot_axis
+from granular.errors import GranularError
+from granular.frames import foot_axis
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,40 @@
+import os
+import tempfile
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from granular.synth import synthesize
+# Generated files (models trained on first use, compiled kernels) go to a throw-away cache, for this
+# process and every `granular` subprocess the tests start: the tests never write into the checkout.
+_CACHE = tempfile.mkdtemp(prefix="granular-test-cache-")
+os.environ["GRANULAR_CACHE"] = _CACHE
+os.environ["NUMBA_CACHE_DIR"] = os.path.join(_CACHE, "numba")
+
+from granular.data.synth import synthesize  # noqa: E402  (after the cache is set)
+
+CHECKOUT = Path(__file__).resolve().parent.parent
+WATCHED = ("granular", "data", "training", "sim", "docs", "README.md", "pyproject.toml")
+
+
+def _snapshot():
+    files = {}
+    for top in WATCHED:
+        root = CHECKOUT / top
+        for path in ([root] if root.is_file() else root.rglob("*")):
+            if path.is_file() and path.suffix != ".pyc":
+                files[str(path.relative_to(CHECKOUT))] = path.stat().st_mtime_ns
+    return files
+
+
+@pytest.fixture(scope="session", autouse=True)
+def checkout_untouched():
+    """Nothing the tests run (sim, view, bench, train, …) writes into the package or the checkout."""
+    before = _snapshot()
+    yield
+    after = _snapshot()
+    changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+    assert not changed, f"the tests wrote into the checkout: {changed[:20]}"
 
 
 @pytest.fixture(scope="session")
@@ -16,7 +49,7 @@ def pebbles():
 
 @pytest.fixture(scope="session")
 def sand_model(sand):
-    from granular import model
+    from granular.learning import model
 
     return model.fit(sand)
 

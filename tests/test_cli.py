@@ -47,7 +47,7 @@ def test_inspect_model_at_theta(trained):
 
 def test_inspect_dataset(trained):
     tmp, _ = trained
-    from granular.media import MEDIA
+    from granular.data.media import MEDIA
 
     out = json.loads(granular("inspect", tmp / "p.h5", "--json").stdout)
     grid = MEDIA["pebbles"]
@@ -88,7 +88,7 @@ def test_sim_json_schema_and_outputs(tmp_path):
         assert set(s["bodies"]["foot"][when]) >= {"x", "z", "angle", "vx", "vz", "omega"}
     assert set(s["energy"]) >= {"initial", "final", "max_step_increase"}
     assert 0 < s["max_penetration_m"] < 0.05
-    from granular import runfile
+    from granular.simulation import runfile
 
     run = runfile.read(tmp_path / "run.h5")
     assert run["wrench"].shape == (500, 1, 3) and run["slipping"].dtype == bool

@@ -2,7 +2,7 @@ import h5py
 import numpy as np
 import pytest
 
-from granular import dataset as wd
+from granular.data import dataset as wd
 from granular.errors import GranularError
 
 

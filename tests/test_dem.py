@@ -12,7 +12,7 @@ needs_yade = pytest.mark.skipif(shutil.which("yade") is None,
 
 
 def test_a_grid_deeper_than_the_bed_is_refused_before_any_work():
-    from granular import dem
+    from granular.data import dem
     from granular.errors import GranularError
     from granular.foot import Foot
 
@@ -26,7 +26,7 @@ def test_a_grid_deeper_than_the_bed_is_refused_before_any_work():
 
 
 def test_a_workdir_of_another_bed_is_not_reused(tmp_path):
-    from granular import dem
+    from granular.data import dem
     from granular.errors import GranularError
 
     first = dem.Bed(600, (0.3, 0.14, 0.3))
@@ -39,7 +39,7 @@ def test_a_workdir_of_another_bed_is_not_reused(tmp_path):
 
 
 def test_a_run_is_done_only_with_the_same_parameters(tmp_path):
-    from granular import dem
+    from granular.data import dem
 
     params = {"name": "run_c001_d00", "theta_des": [-0.03, 0.0]}
     for suffix in (".csv", ".json"):
@@ -58,9 +58,9 @@ def test_tiny_dem_acquisition_on_a_dask_cluster(tmp_path):
            "--box", "0.3", "0.14", "0.3", "--t-total", "0.1", "--workers", "2"]
     # two runs only: restrict the grid to two directions by pre-seeding the others as done
     runs = tmp_path / "beads_runs"
-    from granular import dem
+    from granular.data import dem
     from granular.foot import Foot
-    from granular.sampling import sphere_directions
+    from granular.data.sampling import sphere_directions
 
     runs.mkdir()
     plan = dem.plan(runs.resolve() / "bed.yade.gz", dem.Bed(600, (0.3, 0.14, 0.3)), [[0.0, 0.0], [-0.03, 0.0]],
@@ -71,7 +71,7 @@ def test_tiny_dem_acquisition_on_a_dask_cluster(tmp_path):
         (runs / f"{p['name']}.params.json").write_text(json.dumps(p))
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    from granular import dataset
+    from granular.data import dataset
 
     ds = dataset.read(out)
     j = int(np.flatnonzero(ds.configs[:, 0] < 0)[0])

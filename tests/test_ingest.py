@@ -6,10 +6,12 @@ import h5py
 import numpy as np
 import pytest
 
-from granular import ingest, rft
+from granular.data import ingest
+
+from granular.data import rft
 from granular.foot import Foot
 from granular.frames import cross2, foot_axis
-from granular.sampling import sphere_directions
+from granular.data.sampling import sphere_directions
 
 FOOT = Foot()
 SCALE = np.array([0.02, 0.02, 0.3])
@@ -136,7 +138,7 @@ def test_ingest_cli_writes_a_dataset_that_trains(tmp_path):
     out = subprocess.run([sys.executable, "-m", "granular", "ingest", *paths, "--out", tmp_path / "ds.h5"],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
-    from granular import dataset
+    from granular.data import dataset
 
     ds = dataset.read(tmp_path / "ds.h5")
     assert ds.source == "ft-rig" and ds.valid.sum() == 4 + 26  # four runs and the zero-depth row

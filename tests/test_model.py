@@ -4,8 +4,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from granular import model as wm
-from granular import wrenchspace as ws
+from granular.learning import model as wm
+from granular.wrench import polytopes as ws
 from granular.errors import GranularError, GranularWarning
 from granular.frames import MIRROR
 
@@ -129,7 +129,7 @@ def test_model_file_rejections(sand_model, tmp_path):
     with pytest.raises(GranularError, match="unknown regressor 'pickle'"):
         wm.load(tmp_path / "m.h5")
     with pytest.raises(GranularError, match="format is 'granular-wrench-dataset'"):
-        from granular import dataset as wd
+        from granular.data import dataset as wd
         wm.load(wd.write(sand_model.dataset, tmp_path / "d.h5"))
 
 
@@ -172,7 +172,7 @@ def test_rbf_matches_scipy(sand, rng):
     """Our RBF interpolant is scipy's RBFInterpolator (thin-plate spline, degree 1, no smoothing)."""
     from scipy.interpolate import RBFInterpolator
 
-    from granular.regressors import RBF
+    from granular.learning.regressors import RBF
 
     X = rng.uniform(-1, 1, (30, 2))
     Y = rng.normal(size=(30, 5))

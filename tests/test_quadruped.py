@@ -2,10 +2,11 @@
 import numpy as np
 import pytest
 
-from granular import scenarios
+from granular.scenarios import scenario as scenarios
 from granular.errors import GranularError
-from granular.robots import load_quadruped
+from granular.scenarios.robots import load_quadruped
 from granular.foot import Foot
+from granular.io.resources import shipped
 
 _runs = {}
 
@@ -13,7 +14,7 @@ _runs = {}
 def run(name, medium=None):
     key = (name, medium)
     if key not in _runs:
-        _runs[key] = scenarios.run(scenarios.load(name), medium=medium)
+        _runs[key] = scenarios.run(scenarios.load(name).with_(medium=medium))
     return _runs[key]
 
 
@@ -67,24 +68,35 @@ def test_slide_on_pebbles_stops_higher_than_on_sand():
 
 
 def test_joint_constraints_hold_exactly():
-    """Reduced coordinates: every child frame stays on its parent's joint (bound 1e-12 m) along a run."""
+    """Reduced coordinates: along a run, every joint is one point seen from both bodies it links.
+    Each body's centre of mass, angle and twist (``com_states``) place the joint and give its
+    velocity; from the child and from the parent they agree (bounds 1e-12 m, 1e-9 m/s)."""
     rec = run("quad-trot")
     mb = rec.model.multibody
-    worst = 0.0
-    for q in rec.q[::200]:
-        angle, origin = mb.frames(q)
-        for i in range(1, len(mb.bodies)):
-            p = mb.parent[i]
-            c, s = np.cos(angle[p]), np.sin(angle[p])
-            expected = origin[p] + [c * mb.joint[i, 0] - s * mb.joint[i, 1], s * mb.joint[i, 0] + c * mb.joint[i, 1]]
-            worst = max(worst, np.abs(origin[i] - expected).max())
-    assert worst < 1e-12
+    local_com = np.array([b.com for b in mb.bodies])
+    worst_p = worst_v = 0.0
+    for q, v in zip(rec.q[::200], rec.v[::200]):
+        com, angle, com_v, omega = mb.com_states(q, v)
+        for i, body in enumerate(mb.bodies[1:], start=1):
+            p = mb.names[body.parent]
+            arm_child = _turn(angle[i], -local_com[i])                            # COM → joint, child
+            arm_parent = _turn(angle[p], np.array(body.joint) - local_com[p])     # COM → joint, parent
+            worst_p = max(worst_p, np.abs((com[i] + arm_child) - (com[p] + arm_parent)).max())
+            vel_child = com_v[i] + omega[i] * np.array([-arm_child[1], arm_child[0]])
+            vel_parent = com_v[p] + omega[p] * np.array([-arm_parent[1], arm_parent[0]])
+            worst_v = max(worst_v, np.abs(vel_child - vel_parent).max())
+    assert worst_p < 1e-12 and worst_v < 1e-9
+
+
+def _turn(angle, vec):
+    c, s = np.cos(angle), np.sin(angle)
+    return np.array([c * vec[0] - s * vec[1], s * vec[0] + c * vec[1]])
 
 
 def test_joints_stay_near_their_limits():
     """PD targets are clipped to the joint ranges; the joints themselves stay within 0.1 rad of them."""
     rec = run("quad-trot")
-    robot = load_quadruped(scenarios.SIM_DIR / "robots" / "robosimian.toml", Foot())
+    robot = load_quadruped(shipped("sim") / "robots" / "robosimian.toml", Foot())
     q = rec.q[:, 3:]
     assert np.all(q >= robot.lower[3:] - 0.1) and np.all(q <= robot.upper[3:] + 0.1)
 
@@ -104,7 +116,7 @@ def test_summary_names_torso_and_feet():
     (("length = 0.43", "length = 'long'"), "length must be a positive number"),
 ])
 def test_bad_robot_specs_are_clear_errors(tmp_path, edit, message):
-    text = (scenarios.SIM_DIR / "robots" / "robosimian.toml").read_text()
+    text = (shipped("sim") / "robots" / "robosimian.toml").read_text()
     assert edit[0] in text
     bad = tmp_path / "bad.toml"
     bad.write_text(text.replace(edit[0], edit[1], 1))

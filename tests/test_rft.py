@@ -1,11 +1,13 @@
 import numpy as np
 import pytest
 
-from granular import rft, terramechanics
+from granular.data import rft
+
+from granular.data import terramechanics
 from granular.errors import GranularError
 from granular.foot import Foot
 from granular.frames import MIRROR
-from granular.sampling import mirror_permutation, sphere_directions
+from granular.data.sampling import mirror_permutation, sphere_directions
 
 # REFERENCE.md §2: generic α at ζ = 1.
 CHECK = [

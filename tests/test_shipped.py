@@ -4,7 +4,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from granular import dataset
+from granular.data import dataset
 from granular.frames import foot_axis, point_velocity
 
 SHIPPED = sorted((Path(__file__).parent.parent / "data").glob("*.h5"))

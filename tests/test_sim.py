@@ -1,22 +1,26 @@
 import numpy as np
 import pytest
 
-from granular import scenarios, terrain
-from granular.contact import FootContact, Feet, detect
-from granular.contact_qp import (ContactQP, CvxpySolver, DaqpSolver, OsqpSolver, QuadprogSolver, SolverError,
+from granular.scenarios import scenario as scenarios
+
+from granular.dynamics import terrain
+from granular.contact.detection import FootContact, Feet, detect
+from granular.contact.qp import (ContactQP, CvxpySolver, DaqpSolver, OsqpSolver, QuadprogSolver, SolverError,
                                  stack_blocks)
 from granular.errors import GranularError
-from granular.multibody import Body, MultiBody
-from granular.simulate import SimModel, State, step
+from granular.learning.catalog import load_model
+from granular.dynamics.multibody import Body, MultiBody
+from granular.simulation.step import SimModel, State, step
 
 
-def run(name, **over):
+def run(name, set=None, **over):
+    """A shipped scenario with overrides: fields (duration=…, dt=…) and table entries (set={"initial.angle": …})."""
     spec = scenarios.load(name)
-    duration = over.pop("duration", None)
-    for key, value in over.pop("set", {}).items():
+    tables = {}
+    for key, value in (set or {}).items():
         section, field = key.split(".")
-        spec[section][field] = value
-    return scenarios.run(spec, duration=duration, **over)
+        tables[section] = {**getattr(spec, section), **tables.get(section, {}), field: value}
+    return scenarios.run(spec.with_(**over, **tables))
 
 
 # --- dynamics ---------------------------------------------------------------
@@ -62,7 +66,7 @@ _wm = {}
 
 def wrench_model(medium="sand"):
     if medium not in _wm:
-        _wm[medium] = scenarios.wrench_model(medium)
+        _wm[medium] = load_model(medium)
     return _wm[medium]
 
 
@@ -169,7 +173,7 @@ def test_solver_failure_names_the_step_and_contact():
         def solve(self, qp):
             return np.full(qp.Jt.shape[0], np.nan)
 
-    model, state, controller, _ = scenarios.build(scenarios.load("drop-upright"))
+    model = scenarios.build(scenarios.load("drop-upright")).model
     state = State(0.0, np.array([0.0, -0.02, 0.0]), np.zeros(3))
     with pytest.raises(SolverError, match=r"step 17 \(t = 0.0000 s\), contacts foot \(d=-0.0200 m"):
         step(model, state, np.zeros(3), Broken(), 17)
@@ -193,18 +197,18 @@ def test_without_grain_term_contact_never_does_work(representation, seed):
     a foot kicked over in any direction never gains energy (bound 1e-9 J per step)."""
     rng = np.random.default_rng(seed)
     spec = scenarios.load("drop-upright")
-    spec["robot"]["grain_mass"] = [0.0, 0.0, 0.0]
-    spec["initial"] = {"height": float(rng.uniform(-0.03, 0.02)), "angle": float(rng.uniform(-0.8, 0.8)),
-                       "vx": float(rng.normal() * 0.3), "vz": float(rng.normal() * 0.3), "omega": float(rng.normal() * 2)}
-    rec = scenarios.run(spec, duration=0.7, representation=representation)
+    initial = {"height": float(rng.uniform(-0.03, 0.02)), "angle": float(rng.uniform(-0.8, 0.8)),
+               "vx": float(rng.normal() * 0.3), "vz": float(rng.normal() * 0.3), "omega": float(rng.normal() * 2)}
+    rec = scenarios.run(spec.with_(robot={**spec.robot, "grain_mass": [0.0, 0.0, 0.0]}, initial=initial,
+                                   duration=0.7, representation=representation))
     assert np.diff(rec.energy).max() <= 1e-9
 
 
 def test_foot_at_rest_stays_put_for_5_s():
     spec = scenarios.load("drop-upright")
-    settled = scenarios.run(spec, duration=1.0)
-    spec["initial"] = {"x": float(settled.q[-1, 0]), "z": float(settled.q[-1, 1]), "angle": 0.0}
-    rec = scenarios.run(spec, duration=5.0)
+    settled = scenarios.run(spec.with_(duration=1.0))
+    rest = {"x": float(settled.q[-1, 0]), "z": float(settled.q[-1, 1]), "angle": 0.0}
+    rec = scenarios.run(spec.with_(initial=rest, duration=5.0))
     assert np.abs(rec.q - rec.q[0]).max() < 1e-6
     assert np.abs(rec.v).max() < 1e-6
     assert rec.active.all()
@@ -252,7 +256,7 @@ def test_bad_scenarios_are_clear_errors(tmp_path):
     with pytest.raises(GranularError, match="unknown key\\(s\\) speed"):
         scenarios.load(str(bad))
     with pytest.raises(GranularError, match="unknown medium 'mud'"):
-        scenarios.build(scenarios.load("drop-upright"), medium="mud")
+        scenarios.build(scenarios.load("drop-upright").with_(medium="mud"))
 
 
 @pytest.mark.slow

@@ -1,8 +1,9 @@
 import numpy as np
 import pytest
 
-from granular import training
 from granular.errors import GranularError
+from granular.io.resources import shipped
+from granular.learning import training
 
 
 def test_cv_runs_for_all_three_regressors(sand):
@@ -54,6 +55,6 @@ def test_job_errors(tmp_path):
 
 
 def test_shipped_jobs_load():
-    for job in sorted((training.ROOT / "training").glob("*.toml")):
+    for job in sorted(shipped("training").glob("*.toml")):
         spec = training.load_job(job)
         assert spec.dataset.is_file(), f"{job} points at a missing dataset {spec.dataset}"

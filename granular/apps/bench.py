@@ -1,0 +1,143 @@
+"""Benchmarks of the real code paths (``granular bench``); speed targets live here, not in tests.
+
+Each entry is the median over repeated calls or steps, after warm-up, in
+microseconds. Scenes run the real scenario loop (controller + step) of a
+scenario from sim/; the reference is the cvxpy formulation with exact hulls.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+
+def median_us(fn, repeat: int, warmup: int = 20) -> float:
+    for _ in range(warmup):
+        fn()
+    times = np.empty(repeat)
+    for i in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times[i] = time.perf_counter() - t0
+    return float(np.median(times) * 1e6)
+
+
+def wrench_space(model, contacts: int = 4, repeat: int = 500, seed: int = 0) -> dict:
+    """W(θ) as half-spaces for ``contacts`` configurations in one call, per representation."""
+    rng = np.random.default_rng(seed)
+    thetas = np.column_stack([rng.uniform(model.d_min, 0.0, contacts) * 0.9,
+                              rng.uniform(-model.phi_max, model.phi_max, contacts)])
+    out = {"exact": {"us_per_call": median_us(lambda: model.halfspaces(thetas), repeat)}}
+    for K in (16, 32, 64):
+        A = model.fixed_normals(K)
+        out[f"fixed-{K}"] = {"us_per_call": median_us(lambda: model.offsets(A, thetas), repeat)}
+    out["points_only"] = {"us_per_call": median_us(lambda: model.points(thetas), repeat)}
+    return out
+
+
+REFERENCE = "cvxpy/exact"
+CONFIGS = ("daqp/fixed", "daqp/exact", "quadprog/fixed", "quadprog/exact", "osqp/fixed", "osqp/exact",
+           "cvxpy/fixed", "cvxpy/exact")
+
+
+def scene_steps(scenario: str, solver: str, representation: str, steps: int, warmup: int) -> np.ndarray:
+    """Wall time (s) of each simulation step (controller + step) of a scenario, after warm-up."""
+    from granular.scenarios import scenario as scenarios
+    from granular.simulation.simulation import StepTimer
+
+    sim = scenarios.build(scenarios.load(scenario).with_(solver=solver, representation=representation))
+    timer = StepTimer(steps, warmup)
+    sim.rollout(warmup + steps, [timer])
+    return timer.times
+
+
+#: The paper's time per frame for its 13-body quadruped (MATLAB, i7 2.4 GHz), §IV-C4.
+PAPER_S_PER_FRAME = 0.343
+
+
+def scene(scenario: str, steps: int, warmup: int, configs=CONFIGS, paper: bool = False) -> dict:
+    """Median µs per step for each solver/representation, the speed-up over the reference and,
+    with ``paper``, the speed-up over the paper's 0.343 s per frame."""
+    out = {}
+    for config in configs:
+        solver, representation = config.split("/")
+        out[config] = {"us_per_step": float(np.median(scene_steps(scenario, solver, representation, steps, warmup))
+                                            * 1e6)}
+    ref = out[REFERENCE]["us_per_step"]
+    for row in out.values():
+        row["speedup_vs_reference"] = ref / row["us_per_step"]
+        if paper:
+            row["speedup_vs_paper"] = PAPER_S_PER_FRAME * 1e6 / row["us_per_step"]
+    return out
+
+
+def centipede(n_legs: int, wrenches, spacing: float = 0.3):
+    """A scaling test scene: a bar (30 kg per leg) on ``n_legs`` planar RoboSimian legs (thigh,
+    shank, foot), joints held by PD: 1 + 3n bodies, n contacts, 3n + 3 coordinates."""
+    from granular.contact.detection import FootContact
+    from granular.dynamics.multibody import Body, MultiBody
+    from granular.simulation.step import SimModel, State
+    from granular.dynamics.terrain import flat
+
+    foot = wrenches.dataset.foot
+    width = spacing * (n_legs - 1)
+    bodies = [Body("bar", 30.0 * n_legs, 30.0 * n_legs * max(width, 0.3) ** 2 / 12)]
+    for i in range(n_legs):
+        bodies += [Body(f"thigh_{i}", 8.587, 0.132, com=(0.0, -0.215), parent="bar", joint=(spacing * i - width / 2, 0.0)),
+                   Body(f"shank_{i}", 5.386, 0.083, com=(0.0, -0.215), parent=f"thigh_{i}", joint=(0.0, -0.43)),
+                   Body(f"foot_{i}", 4.677, 0.0388, com=(0.0, -foot.length / 2), parent=f"shank_{i}",
+                        joint=(0.0, -0.43))]
+    contacts = tuple(FootContact(f"foot_{i}", 3 * i + 3, p_center=(0.0, -foot.length), foot=foot,
+                                 grain_mass=(9.354, 9.354, 0.0776)) for i in range(n_legs))
+    model = SimModel(MultiBody(tuple(bodies)), contacts, flat(), wrenches)
+    q = np.zeros(model.multibody.ndof)
+    q[1] = 0.86 + foot.length
+    return model, State(0.0, q, np.zeros_like(q))
+
+
+class _HoldJoints:
+    """PD holding every joint of a centipede at zero."""
+
+    def initial_memory(self):
+        return None
+
+    def __call__(self, t, q, v, memory):
+        u = np.zeros(len(q))
+        u[3:] = -2000.0 * q[3:] - 50.0 * v[3:]
+        return u, memory
+
+
+def scaling(solver: str = "daqp", feet=(1, 4, 16, 64), steps: int = 300, warmup: int = 300) -> dict:
+    """Median µs per step of :func:`centipede` scenes against the number of feet (contacts) and bodies."""
+    from granular.contact.qp import make_solver
+    from granular.learning.catalog import load_model
+    from granular.simulation.simulation import Simulation, StepTimer
+
+    wrenches = load_model("sand")
+    out = {}
+    for n in feet:
+        model, state = centipede(n, wrenches)
+        timer = StepTimer(steps, warmup)
+        Simulation(model, state, _HoldJoints(), make_solver(solver)).rollout(warmup + steps, [timer])
+        out[str(n)] = {"us_per_step": float(np.median(timer.times) * 1e6), "contacts": n, "bodies": 3 * n + 1}
+    return out
+
+
+def run(quick: bool = False) -> dict:
+    from granular.learning.catalog import load_model
+
+    model = load_model("sand")
+    repeat = 50 if quick else 500
+    steps = 200 if quick else 1000
+    return {"single_foot": scene("drop-upright", steps=steps, warmup=300),
+            "quadruped": scene("quad-trot", steps=steps, warmup=1100, paper=True),
+            "wrench_space_4_contacts": wrench_space(model, repeat=repeat)}
+
+
+def print_table(results: dict):
+    for name, rows in results.items():
+        print(f"{name}:")
+        for config, row in rows.items():
+            cells = "".join(f"  {k} {v:,.1f}" for k, v in row.items())
+            print(f"  {config:<24}{cells}")
+    print(f"(speed-ups against {REFERENCE}, measured in the same run)")

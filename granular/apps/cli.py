@@ -1,0 +1,454 @@
+"""The ``granular`` command line: synth, train, inspect, bench.
+
+Every subcommand reports bad input as one ``granular: error: …`` line (exit
+status 2), never a traceback. With ``--json`` the result is one JSON object on
+stdout and human messages go to stderr.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from granular.errors import GranularError, GranularWarning
+
+
+def _floats(text: str):
+    try:
+        return [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+
+
+def _say(*args):
+    print(*args, file=sys.stderr)
+
+
+def _emit(obj, as_json: bool, human):
+    if as_json:
+        print(json.dumps(obj, indent=None))
+    else:
+        human(obj)
+
+
+def cmd_synth(args):
+    from granular.data import dataset as wd
+    from granular.foot import Foot
+    from granular.data.synth import synthesize
+
+    name = args.medium if args.source == "rft" else args.soil
+    if name is None:
+        raise GranularError("--source rft needs --medium; --source terramechanics needs --soil")
+    foot = Foot(args.foot_radius, args.foot_length, args.foot_r_offset)
+    ds = synthesize(args.source, name, args.depths, args.tilts, args.directions, foot, progress=True)
+    wd.write(ds, args.out)
+    _say(f"wrote {args.out}: {ds.n} configurations × {ds.m} directions ({args.source}, {name})")
+
+
+def _fixed_table(fixed):
+    for K, kinds in fixed.items():
+        row = "  ".join(f"{kind} max {v['max_rel_distance']:.3f} mean {v['mean_rel_distance']:.3f}"
+                        for kind, v in kinds.items())
+        _say(f"  K = {K:>3}: {row}")
+
+
+def cmd_train(args):
+    from granular.data import dataset as wd
+    from granular.learning import model as wm
+    from granular.apps import plots
+    from granular.learning import training
+    from granular.learning.regressors import REGRESSORS
+
+    source = Path(args.source)
+    if source.suffix == ".toml":
+        job = training.load_job(source)
+    else:
+        if args.out is None:
+            raise GranularError("granular train DATASET needs --out MODEL.h5 (or pass a training job .toml)")
+        job = training.Job(dataset=source, out=Path(args.out))
+    job.regressor = args.regressor or job.regressor
+    job.cv = job.cv if args.cv is None else args.cv
+    job.out = Path(args.out) if args.out else job.out
+    job.figures = Path(args.figures) if args.figures else job.figures
+
+    ds = wd.read(job.dataset)
+    _say(f"training {job.regressor} on {job.dataset} ({ds.medium}, {ds.source}: {ds.n} × {ds.m})")
+    result = {"model": str(job.out), "dataset": str(job.dataset), "regressor": job.regressor, "medium": ds.medium}
+    if job.cv:
+        result["cv"] = training.cross_validate(ds, tuple(REGRESSORS), job.cv, progress=True)
+    model = wm.fit(ds, job.regressor)
+    concavity = training.concavity_table(ds)
+    result["concavity"] = {k: v for k, v in concavity.items() if k != "per_config"}
+    result["fixed_normals"] = training.fixed_normal_errors(model, tuple(job.fixed_normals))
+    model.info = {k: result[k] for k in ("cv", "concavity", "fixed_normals") if k in result}
+    wm.save(model, job.out)
+    if job.figures:
+        thetas = job.plot_thetas or _default_thetas(model)
+        result["figures"] = [
+            str(plots.wrench_spaces(model.points(thetas), [_label(t) for t in thetas],
+                                    job.figures / "wrench_space.png", f"{ds.medium}: predicted W(θ)")),
+            str(plots.training_report(result.get("cv", {}), result["fixed_normals"],
+                                      concavity, job.figures / "training_report.png",
+                                      f"{ds.medium} ({job.regressor})")),
+        ]
+
+    def human(r):
+        if "cv" in r:
+            _say(f"{job.cv}-fold cross-validation (relative RMS error of held-out extreme wrenches):")
+            _say(f"  {'regressor':<10}{'all':>8}{'f_x':>8}{'f_z':>8}{'τ':>8}")
+            for name, v in r["cv"].items():
+                _say(f"  {name:<10}{v['rel_rmse']:>8.4f}{v['rel_rmse_fx']:>8.4f}"
+                     f"{v['rel_rmse_fz']:>8.4f}{v['rel_rmse_tau']:>8.4f}")
+        c = r["concavity"]
+        paper = f"; paper's {ds.medium}: {c['paper']['average']:.4f}, {c['paper']['worst']:.4f}" if "paper" in c else ""
+        _say(f"concavity (Table II): average {c['average']:.4f}, worst {c['worst']:.4f}{paper}")
+        _say("fixed-normal outer approximation, distance outside the exact hull / largest wrench:")
+        _fixed_table(r["fixed_normals"])
+        _say(f"wrote {r['model']}")
+        for fig in r.get("figures", []):
+            _say(f"wrote {fig}")
+
+    _emit(result, args.json, human)
+
+
+def _label(theta):
+    return f"d={theta[0]:+.3f} m, φ={theta[1]:+.2f} rad"
+
+
+def _default_thetas(model):
+    d, phi = 0.6 * model.d_min, 0.0
+    return [[d, phi], [d, min(0.6, model.phi_max)], [model.d_min, phi]]
+
+
+def cmd_inspect(args):
+    import h5py
+
+    from granular.data import dataset as wd
+    from granular.learning import model as wm
+
+    path = Path(args.path)
+    fmt = None
+    if path.is_file():
+        try:
+            with h5py.File(path, "r") as f:
+                fmt = f.attrs.get("format")
+                fmt = fmt.decode() if isinstance(fmt, bytes) else fmt
+        except OSError:
+            pass
+    if fmt == wm.FORMAT:
+        return _inspect_model(args, wm.load(path))
+    if path.suffix == ".csv" or (path.suffix in (".h5", ".hdf5") and fmt is None):
+        return _inspect_run(args, path)
+    return _inspect_dataset(args, wd.read(path))
+
+
+def _inspect_run(args, path):
+    from granular.data import ingest
+    from granular.apps import plots
+    from granular.foot import Foot
+
+    mapping = ingest.Mapping.load(args.mapping) if args.mapping else ingest.Mapping.load()
+    run = ingest.read_run(path, mapping)
+    wrench, quality = ingest.extract(run, Foot(), cutoff=args.cutoff)
+    summary = {"kind": "acquisition run", "theta_des": run.theta_des.tolist(), "v_des": run.v_des.tolist(),
+               "t_total": run.t_total, "samples": len(run.t), "cutoff_hz": args.cutoff,
+               "wrench_F_r": wrench.tolist(), **quality}
+    if args.plot:
+        plots.acquisition_run(run, ingest.lowpass(run, args.cutoff), quality["t_pass"], args.plot,
+                              f"{path.name}: F_r wrench at the pass {np.round(wrench, 2).tolist()}")
+        summary["plot"] = str(args.plot)
+    _emit(summary, args.json, _print_summary)
+
+
+def _dataset_summary(ds):
+    from granular.learning.training import concavity_table
+
+    w = np.where(ds.valid[..., None], ds.wrenches, 0.0)
+    return {"kind": "dataset", "medium": ds.medium, "source": ds.source, "n_configs": ds.n, "m_directions": ds.m,
+            "depths_m": sorted(set(ds.configs[:, 0].tolist())), "tilts_rad": sorted(set(ds.configs[:, 1].tolist())),
+            "valid_samples": int(ds.valid.sum()), "max_abs_wrench": np.abs(w).max(axis=(0, 1)).tolist(),
+            "velocity_scale": ds.velocity_scale.tolist(), "foot": ds.foot.attrs(), "created": ds.created,
+            "creator": ds.creator,
+            "concavity": {k: v for k, v in concavity_table(ds).items() if k != "per_config"}}
+
+
+def _print_summary(s):
+    for key, value in s.items():
+        _say(f"  {key:<16}{value}")
+
+
+def _inspect_dataset(args, ds):
+    from granular.apps import plots
+
+    summary = _dataset_summary(ds)
+    if args.theta is not None:
+        raise GranularError("--theta needs a model file; this is a dataset (train it first)")
+    if args.plot:
+        below = np.flatnonzero(ds.configs[:, 0] < 0)
+        deep = below[np.argmin(ds.configs[below, 0])]
+        tilted = below[np.argmax(np.abs(ds.configs[below, 1]) - 1e-3 * ds.configs[below, 0])]
+        rows = list(dict.fromkeys([deep, tilted, below[0]]))
+        plots.wrench_spaces([ds.wrenches[j][ds.valid[j]] for j in rows], [_label(ds.configs[j]) for j in rows],
+                            args.plot, f"{ds.medium} ({ds.source}): measured extreme wrenches")
+        summary["plot"] = str(args.plot)
+    _emit(summary, args.json, _print_summary)
+
+
+def _inspect_model(args, model):
+    from granular.apps import plots
+
+    if args.theta is None:
+        summary = {"kind": "model", "regressor": model.regressor, "medium": model.dataset.medium,
+                   "source": model.dataset.source, "d_range_m": [model.d_min, 0.0],
+                   "phi_range_rad": [-model.phi_max, model.phi_max], "m_directions": model.m, **model.info}
+        if args.plot:
+            thetas = _default_thetas(model)
+            plots.wrench_spaces(model.points(thetas), [_label(t) for t in thetas], args.plot,
+                                f"{model.dataset.medium}: predicted W(θ)")
+            summary["plot"] = str(args.plot)
+        return _emit(summary, args.json, _print_summary)
+    theta = np.array(args.theta, dtype=float)
+    (A, b), = model.halfspaces(theta[None])
+    points = model.points(theta[None])[0]
+    out = {"theta": theta.tolist(), "A": A.tolist(), "b": b.tolist(), "points": points.tolist()}
+    if args.fixed:
+        Af = model.fixed_normals(args.fixed)
+        out["fixed"] = {"K": args.fixed, "A": Af.tolist(), "b": model.offsets(Af, theta[None])[0].tolist()}
+    if args.plot:
+        d, phi = model.clamp(theta[None])[0]
+        thetas = [theta, [d, float(np.clip(phi + 0.3, -model.phi_max, model.phi_max))],
+                  [max(model.d_min, d - 0.3 * abs(model.d_min)), phi]]
+        plots.wrench_spaces(model.points(thetas), [_label(theta), "tilted: " + _label(thetas[1]),
+                                                   "deeper: " + _label(thetas[2])], args.plot,
+                            f"{model.dataset.medium}: W(θ) at {_label(theta)}")
+        out["plot"] = str(args.plot)
+
+    def human(o):
+        _say(f"W(θ) at {_label(theta)}: {len(b)} facets, A w ≤ b (rows: n_x, n_z, n_τ | b)")
+        for row, off in zip(A, b):
+            _say(f"  [{row[0]:+.4f} {row[1]:+.4f} {row[2]:+.4f}] · w ≤ {off:.4f}")
+        _say(f"extreme wrenches (f_x, f_z, τ): max |.| = {np.abs(points).max(axis=0).round(3).tolist()}")
+        if "plot" in o:
+            _say(f"wrote {o['plot']}")
+
+    _emit(out, args.json, human)
+
+
+def cmd_sim(args):
+    from granular.apps import plots
+    from granular.simulation import runfile
+    from granular.scenarios import scenario as scenarios
+
+    scenario = scenarios.load(args.scenario).with_(
+        medium=args.medium, dt=args.dt, solver=args.solver, representation=args.representation,
+        duration=args.duration)
+    if not scenario.duration > 0 or not np.isfinite(scenario.duration):
+        raise GranularError(f"--duration must be a positive number of seconds, got {scenario.duration}")
+    rec = scenarios.run(scenario, progress=True)
+    summary = scenarios.summary(rec)
+    data = runfile.record(rec, summary)
+    if args.out:
+        runfile.write(data, args.out)
+        summary["run_file"] = str(args.out)
+    if args.plot:
+        summary["figures"] = plots.run_figures(data, args.plot)
+    if args.video:
+        summary["video"] = str(plots.video(data, args.video))
+
+    def human(s):
+        _say(f"{s['scenario']} on {s['medium']}: {s['steps']} steps of {s['dt']} s in {s['wall_time_s']:.2f} s "
+             f"({s['solver']}, {s['representation']} polytopes)")
+        for name, b in s["bodies"].items():
+            i, f = b["initial"], b["final"]
+            _say(f"  {name}: x {i['x']:+.4f} → {f['x']:+.4f} m, z {i['z']:+.4f} → {f['z']:+.4f} m, "
+                 f"angle {i['angle']:+.3f} → {f['angle']:+.3f} rad")
+        _say(f"  max penetration {s['max_penetration_m']:.4f} m; energy {s['energy']['initial']:.3f} → "
+             f"{s['energy']['final']:.3f} J (largest step increase {s['energy']['max_step_increase']:.2e} J)")
+        for key in ("run_file", "video"):
+            if key in s:
+                _say(f"wrote {s[key]}")
+        for fig in s.get("figures", []):
+            _say(f"wrote {fig}")
+
+    _emit(summary, args.json, human)
+
+
+def cmd_ingest(args):
+    from granular.data import dataset as wd
+    from granular.data import ingest
+
+    mapping = ingest.Mapping.load(args.mapping)
+    ds = ingest.assemble(args.runs, out_medium=args.medium, mapping=mapping, cutoff=args.cutoff, m=args.directions,
+                         source=args.source, report=_say, progress=True)
+    wd.write(ds, args.out)
+    _say(f"wrote {args.out}")
+
+
+def cmd_acquire(args):
+    from granular.data import dataset as wd
+    from granular.data import dem
+    from granular.data import ingest
+    from granular.foot import Foot
+    from granular.data.sampling import config_grid, sphere_directions
+
+    if args.medium != "beads":
+        raise GranularError(f"unknown DEM medium {args.medium!r}; the DEM preset is 'beads' (paper §IV-A)")
+    dem.yade_command()  # says how to install YADE when it is missing
+    bed = dem.Bed(particles=args.particles, box=tuple(args.box))
+    workdir = args.workdir or str(Path(args.out).with_suffix("")) + "_runs"
+    scale = np.array([0.2, 0.2, 0.6])  # paper §IV-A, Beads
+    paths = dem.acquire(workdir, bed, config_grid(args.depths, args.tilts), sphere_directions(args.directions),
+                        scale, args.t_total, Foot(), medium=args.medium, workers=args.workers,
+                        scheduler=args.scheduler, insert_speed=args.insert_speed, say=_say)
+    ds = ingest.assemble(paths, out_medium=args.medium, cutoff=args.cutoff, m=args.directions,
+                         velocity_scale=scale, source="dem", report=_say)
+    c = dem.cost(workdir, paths)
+    made = (f"YADE, {c['spheres']} spheres in a {' x '.join(map(str, args.box))} m box, t_total {args.t_total} s, "
+            f"insertion {args.insert_speed} m/s, cutoff {args.cutoff} Hz; bed {c['bed_s']:.0f} s, "
+            f"{c['runs']} runs {c['runs_s'] / 60:.1f} min of YADE time")
+    _say(made)
+    wd.write(replace(ds, creator=f"{ds.creator} acquire dem: {made}"), args.out)
+    _say(f"wrote {args.out}")
+
+
+def cmd_view(args):
+    from granular.apps import viewer
+
+    viewer.serve(args.scenario, medium=args.medium, replay=args.replay, host=args.host, port=args.port,
+                 browser=not args.no_browser)
+
+
+def cmd_bench(args):
+    from granular.apps import bench
+
+    results = bench.run(quick=args.quick)
+    if args.scaling:
+        from granular.apps import plots
+
+        results["scaling"] = {f"daqp/fixed, {n} contacts": row for n, row in bench.scaling().items()}
+        if args.plot:
+            rows = {k.split(", ")[1]: v for k, v in results["scaling"].items()}
+            plots.scaling({"daqp/fixed": rows}, args.plot)
+    _emit(results, args.json, bench.print_table)
+
+
+def build_parser():
+    p = argparse.ArgumentParser(prog="granular", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("synth", help="generate a synthetic wrench dataset (RFT or terramechanics)")
+    s.add_argument("--source", choices=["rft", "terramechanics"], default="rft")
+    s.add_argument("--medium", help="RFT medium preset: sand, pebbles")
+    s.add_argument("--soil", help="terramechanics soil (Ding et al. Table 6), e.g. dry-sand, lete-sand")
+    s.add_argument("--out", required=True, help="output dataset (.h5)")
+    s.add_argument("--depths", type=_floats, help="comma-separated depths d ≤ 0 (m); default: Table I")
+    s.add_argument("--tilts", type=_floats, help="comma-separated tilts φ (rad); default: Table I")
+    s.add_argument("--directions", type=int, default=26, help="m velocity directions, 2 + 8k (26, 58, …)")
+    s.add_argument("--foot-radius", type=float, default=0.05)
+    s.add_argument("--foot-length", type=float, default=0.30)
+    s.add_argument("--foot-r-offset", type=float, default=0.25, help="p_r's distance above p_center (m)")
+    s.set_defaults(func=cmd_synth)
+
+    t = sub.add_parser("train", help="train a wrench-space model from a dataset or a training job (.toml)")
+    t.add_argument("source", help="dataset .h5, or a training job .toml")
+    t.add_argument("--out", help="model file to write (.h5)")
+    t.add_argument("--regressor", choices=["rbf", "gp", "svr"])
+    t.add_argument("--cv", type=int, help="K-fold cross-validation of all regressors")
+    t.add_argument("--figures", help="directory for the figures")
+    t.add_argument("--json", action="store_true", help="print one JSON object")
+    t.set_defaults(func=cmd_train)
+
+    i = sub.add_parser("inspect", help="summarise a dataset, a model or a raw run; W(θ) of a model at --theta")
+    i.add_argument("path", help="dataset or model (.h5), or an acquisition run (.csv + .json, or .h5)")
+    i.add_argument("--cutoff", type=float, default=5.0, help="runs: low-pass cutoff (Hz; default 5 as in ingest, DEM: 50)")
+    i.add_argument("--mapping", help="runs: column/unit mapping (.toml)")
+    i.add_argument("--theta", nargs=2, type=float, metavar=("D", "PHI"))
+    i.add_argument("--fixed", type=int, metavar="K", help="also give the K-fixed-normal polytope")
+    i.add_argument("--plot", help="write a figure (.png)")
+    i.add_argument("--json", action="store_true")
+    i.set_defaults(func=cmd_inspect)
+
+    r = sub.add_parser("sim", help="run a scenario from sim/ (or a scenario .toml)")
+    r.add_argument("scenario", help="scenario name (e.g. drop-upright) or path")
+    r.add_argument("--medium", help="sand, pebbles, or a trained model file (.h5)")
+    r.add_argument("--duration", type=float, help="simulated time (s)")
+    r.add_argument("--dt", type=float, help="time step (s)")
+    r.add_argument("--solver", choices=["daqp", "quadprog", "osqp", "cvxpy"], help="contact QP solver (default: daqp)")
+    r.add_argument("--representation", choices=["fixed", "exact"], help="polytope representation of W(θ)")
+    r.add_argument("--out", help="run file to write (.h5)")
+    r.add_argument("--plot", help="directory for the figures")
+    r.add_argument("--video", help="render the run to a video (.gif, or .mp4 with ffmpeg)")
+    r.add_argument("--json", action="store_true")
+    r.set_defaults(func=cmd_sim)
+
+    g = sub.add_parser("ingest", help="turn acquisition runs (F/T rig or DEM) into a wrench dataset")
+    g.add_argument("runs", nargs="+", help="run files: .csv (with a .json sidecar) or .h5")
+    g.add_argument("--out", required=True, help="dataset to write (.h5)")
+    g.add_argument("--mapping", help="TOML mapping of your column names and units")
+    g.add_argument("--cutoff", type=float, default=5.0, help="low-pass cutoff (Hz, default 5)")
+    g.add_argument("--medium", help="medium name (default: from the runs' metadata)")
+    g.add_argument("--source", choices=["ft-rig", "dem"], default="ft-rig")
+    g.add_argument("--directions", type=int, default=26, help="m of the direction grid the runs sample")
+    g.set_defaults(func=cmd_ingest)
+
+    a = sub.add_parser("acquire", help="generate wrench data by DEM simulation with YADE, on a Dask cluster")
+    a.add_argument("engine", choices=["dem"])
+    a.add_argument("--medium", default="beads")
+    a.add_argument("--out", required=True, help="dataset to write (.h5)")
+    a.add_argument("--depths", type=_floats, default=[0.0, -0.03, -0.06],
+                   help="comma-separated d (m); default: 0, -0.03, -0.06 (Table I Beads: 0 to -0.24 in steps of 0.06)")
+    a.add_argument("--tilts", type=_floats, default=[0.0, 0.5, 1.0],
+                   help="comma-separated φ (rad); default: 0, 0.5, 1 (Table I Beads goes to 1.5 in steps of 0.25)")
+    a.add_argument("--directions", type=int, default=26)
+    a.add_argument("--particles", type=int, default=3400, help="spheres rained into the box (paper: 58,500)")
+    a.add_argument("--box", type=float, nargs=3, default=[0.5, 0.22, 0.4], metavar=("X", "Y", "Z"),
+                   help="box size (m); the bed fills it to particles·sphere volume / (0.6·X·Y)")
+    a.add_argument("--t-total", type=float, default=0.2, help="duration of each run (s)")
+    a.add_argument("--insert-speed", type=float, default=1.0,
+                   help="speed (m/s) of the straight descent from above the surface to the start point")
+    a.add_argument("--cutoff", type=float, default=50.0, help="low-pass cutoff (Hz)")
+    a.add_argument("--workers", type=int, default=2, help="local Dask workers")
+    a.add_argument("--scheduler", help="address of an existing Dask scheduler (scale to many machines)")
+    a.add_argument("--workdir", help="where runs are kept (resumable); default: OUT_runs/")
+    a.set_defaults(func=cmd_acquire)
+
+    v = sub.add_parser("view", help="the live viewer in the browser (or --replay a run file)")
+    v.add_argument("scenario", nargs="?", default="quad-trot")
+    v.add_argument("--medium", choices=["sand", "pebbles", "beads"])
+    v.add_argument("--replay", help="play back a run file (.h5)")
+    v.add_argument("--host", default="127.0.0.1", help="address to bind (default: this machine only)")
+    v.add_argument("--port", type=int, default=8080)
+    v.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    v.set_defaults(func=cmd_view)
+
+    b = sub.add_parser("bench", help="time the real code paths")
+    b.add_argument("--json", action="store_true")
+    b.add_argument("--quick", action="store_true", help="fewer repetitions")
+    b.add_argument("--scaling", action="store_true", help="also time scenes of 1, 4, 16 and 64 legged contacts")
+    b.add_argument("--plot", help="with --scaling: write the scaling figure (.png)")
+    b.set_defaults(func=cmd_bench)
+    return p
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    warnings.simplefilter("default", GranularWarning)
+    warnings.formatwarning = lambda message, category, *_a, **_k: f"granular: warning: {message}\n"
+    try:
+        args.func(args)
+    except GranularError as exc:
+        print(f"granular: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("granular: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

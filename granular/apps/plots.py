@@ -1,0 +1,313 @@
+"""Figures: wrench spaces as in the paper's Fig. 3, and the training report.
+
+Functions take plain arrays and write PNG files atomically.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from mpl_toolkits.mplot3d.art3d import Poly3DCollection  # noqa: E402
+from scipy.spatial import ConvexHull, QhullError  # noqa: E402
+
+from granular.io.files import atomic_path  # noqa: E402
+
+
+def save(fig, path) -> Path:
+    """Save ``fig`` to ``path`` atomically and close it."""
+    path = Path(path)
+    try:
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=120, bbox_inches="tight")
+    finally:
+        plt.close(fig)
+    return path
+
+
+def _outline_2d(ax, pts2, **style):
+    """The convex outline of 2-D points (with the origin), closed."""
+    pts2 = np.vstack([pts2, [0.0, 0.0]])
+    try:
+        ring = pts2[ConvexHull(pts2).vertices]
+    except QhullError:
+        ring = pts2
+    ring = np.vstack([ring, ring[:1]])
+    return ax.plot(ring[:, 0], ring[:, 1], **style)[0]
+
+
+def wrench_spaces(points_list, labels, path, title=""):
+    """Fig. 3 views: (a) 3-D polytope of the first θ, (b) its F_x–F_z view, (c) all θ compared in F_x–F_z."""
+    fig = plt.figure(figsize=(15, 4.8))
+    ax3 = fig.add_subplot(1, 3, 1, projection="3d")
+    first = np.vstack([points_list[0], np.zeros(3)])
+    try:
+        hull = ConvexHull(first)
+        faces = Poly3DCollection(first[hull.simplices], alpha=0.25, facecolor="tab:orange", edgecolor="k",
+                                 linewidths=0.3)
+        ax3.add_collection3d(faces)
+    except QhullError:
+        pass
+    ax3.scatter(*first[:-1].T, color="tab:blue", s=10)
+    ax3.set_xlabel("F_x (N)")
+    ax3.set_ylabel("F_z (N)")
+    ax3.set_zlabel("τ (N·m)")
+    ax3.set_title(f"(a) W at {labels[0]}")
+
+    ax = fig.add_subplot(1, 3, 2)
+    ax.scatter(points_list[0][:, 0], points_list[0][:, 1], s=12, c=points_list[0][:, 2], cmap="coolwarm")
+    _outline_2d(ax, points_list[0][:, :2], color="k", lw=1)
+    ax.set_xlabel("F_x (N)")
+    ax.set_ylabel("F_z (N)")
+    ax.set_title("(b) F_x–F_z view (colour: τ)")
+    ax.axhline(0, color="0.8", lw=0.5)
+    ax.axvline(0, color="0.8", lw=0.5)
+
+    ax = fig.add_subplot(1, 3, 3)
+    for pts, label in zip(points_list, labels):
+        line = _outline_2d(ax, pts[:, :2], lw=1.5, label=label)
+        ax.scatter(pts[:, 0], pts[:, 1], s=6, color=line.get_color())
+    ax.set_xlabel("F_x (N)")
+    ax.set_ylabel("F_z (N)")
+    ax.set_title("(c) tilted vs deeper")
+    ax.legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    return save(fig, path)
+
+
+def training_report(cv: dict, fixed: dict, concavity: dict, path, title=""):
+    """CV errors per regressor, fixed-normal approximation error against K, concavity per configuration."""
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    ax = axes[0]
+    if cv:
+        names = list(cv)
+        keys = ["rel_rmse", "rel_rmse_fx", "rel_rmse_fz", "rel_rmse_tau"]
+        width = 0.8 / len(keys)
+        for i, key in enumerate(keys):
+            ax.bar(np.arange(len(names)) + i * width, [cv[n][key] for n in names], width,
+                   label=key.replace("rel_rmse_", "").replace("rel_rmse", "all"))
+        ax.set_xticks(np.arange(len(names)) + 0.4 - width / 2, names)
+        ax.legend(fontsize=8)
+    ax.set_ylabel("relative RMS error (held-out)")
+    ax.set_title("cross-validation")
+
+    ax = axes[1]
+    Ks = [int(k) for k in fixed]
+    for kind, colour in (("fitted", "tab:blue"), ("sphere", "tab:gray")):
+        ax.plot(Ks, [fixed[str(k)][kind]["max_rel_distance"] for k in Ks], "o-", color=colour,
+                label=f"{kind}: largest")
+        ax.plot(Ks, [fixed[str(k)][kind]["mean_rel_distance"] for k in Ks], "s--", color=colour,
+                label=f"{kind}: mean")
+    ax.set_xlabel("K fixed normals")
+    ax.set_ylabel("distance outside hull / largest wrench")
+    ax.set_title("fixed-normal outer approximation")
+    ax.legend(fontsize=8)
+
+    ax = axes[2]
+    ax.bar(np.arange(len(concavity["per_config"])), concavity["per_config"])
+    ax.set_xlabel("configuration (below surface)")
+    ax.set_ylabel("concavity")
+    ax.set_title(f"concavity: mean {concavity['average']:.4f}, worst {concavity['worst']:.4f}")
+    if "paper" in concavity:
+        for key, style in (("average", "--"), ("worst", ":")):
+            ax.axhline(concavity["paper"][key], color="k", ls=style, lw=1, label=f"paper Table II {key}")
+        ax.legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    return save(fig, path)
+
+
+def acquisition_run(run, smooth, t_pass, path, title=""):
+    """One raw acquisition run: measured and filtered wrench, the foot's depth, the pass through θ_des."""
+    fig, axes = plt.subplots(4, 1, figsize=(7, 8), sharex=True)
+    t = run.t - run.t[0]
+    names = ("f_x (N)", "f_z (N)", "τ (N·m)")
+    for k, ax in enumerate(axes[:3]):
+        ax.plot(t, run.wrench[:, k], color="0.75", lw=0.7, label="measured")
+        ax.plot(t, smooth[:, k], color="C0", lw=1.5, label="filtered")
+        ax.set_ylabel(names[k] + "\nsensor frame")
+        lo, hi = np.percentile(run.wrench[:, k], [1, 99])
+        pad = 0.2 * (hi - lo) + 1e-9
+        ax.set_ylim(lo - pad, hi + pad)  # the insertion transient would flatten the rest
+    axes[3].plot(t, run.pose[:, 1], color="C2")
+    axes[3].axhline(run.theta_des[0], color="k", ls=":", lw=1)
+    axes[3].set_ylabel("depth d (m)")
+    axes[3].set_xlabel("time since the start of the constant-velocity trajectory (s)")
+    for ax in axes:
+        ax.axvline(t_pass, color="C3", lw=1, label="passes θ_des")
+    axes[0].legend(fontsize=8, loc="upper right")
+    fig.suptitle(title or f"θ_des = {np.round(run.theta_des, 3).tolist()}, v_des = {np.round(run.v_des, 3).tolist()}")
+    return save(fig, path)
+
+
+def scene_frames(geometry, q):
+    """Body frames (angle, origin) of a recorded state, from the run's geometry."""
+    from granular.dynamics.multibody import Body, MultiBody
+
+    parent = geometry["parent"]
+    bodies = tuple(Body(str(i), 1.0, 1.0, tuple(geometry["com"][i]), None if parent[i] < 0 else str(parent[i]),
+                        tuple(geometry["joint"][i]), float(geometry["offset"][i])) for i in range(len(parent)))
+    return MultiBody(bodies).frames(q)
+
+
+def foot_pose(geometry, angle, origin, f):
+    """World p_center (2,) and unit axis (2,) of foot f, given the body frames."""
+    b = geometry["foot_body"][f]
+    c, s = np.cos(angle[b]), np.sin(angle[b])
+    R = np.array([[c, -s], [s, c]])
+    return origin[b] + R @ geometry["foot_points"][f], R @ geometry["foot_axis"][f]
+
+
+def draw_scene(ax, run, i, wrench_scale=None, alpha=1.0):
+    """Terrain, bodies (links between joints), feet as rectangles and contact wrench arrows at step i."""
+    g = run["geometry"]
+    angle, origin = scene_frames(g, run["q"][i])
+    for b, p in enumerate(g["parent"]):
+        if p >= 0:
+            ax.plot(*np.stack([origin[p], origin[b]]).T, color="0.3", lw=2, alpha=alpha)
+    N = len(g["foot_body"])
+    for f in range(N):
+        pc, axis = foot_pose(g, angle, origin, f)
+        side = np.array([axis[1], -axis[0]])
+        radius, length = g["foot_size"][f]
+        box = np.array([pc - radius * side, pc + radius * side, pc + radius * side + length * axis,
+                        pc - radius * side + length * axis, pc - radius * side])
+        ax.fill(box[:, 0], box[:, 1], color="tab:blue", alpha=0.35 * alpha, lw=0)
+        ax.plot(box[:, 0], box[:, 1], color="tab:blue", lw=1, alpha=alpha)
+        step = min(i, len(run["wrench"]) - 1)
+        if wrench_scale and step >= 0 and run["active"][step, f]:
+            w = run["wrench"][step, f]
+            ax.arrow(pc[0], pc[1], w[0] * wrench_scale, w[1] * wrench_scale, color="tab:red",
+                     width=0.002, alpha=alpha, length_includes_head=True)
+
+
+def _terrain(ax, run, xlim):
+    pts = run["geometry"]["terrain"]
+    xs = np.linspace(*xlim, 200)
+    zs = np.interp(xs, pts[:, 0], pts[:, 1])
+    ax.fill_between(xs, zs, zs.min() - 1, color="tan", alpha=0.5, lw=0)
+    ax.plot(xs, zs, color="saddlebrown", lw=1)
+
+
+def run_figures(run: dict, directory) -> list:
+    """state.png (body state and energy), wrench.png (per-foot θ, wrench, slipping), scene.png (snapshots)."""
+    directory = Path(directory)
+    t, q = run["t"], run["q"]
+    ts = t[1:]
+    fig, axes = plt.subplots(2, 2, figsize=(12, 7), sharex=True)
+    for k, label in enumerate(["x (m)", "z (m)", "angle (rad)"]):
+        ax = axes.flat[k]
+        ax.plot(t, q[:, k])
+        ax.set_ylabel(f"base {label}")
+    axes.flat[3].plot(t, run["energy"])
+    axes.flat[3].set_ylabel("mechanical energy (J)")
+    for ax in axes[1]:
+        ax.set_xlabel("t (s)")
+    fig.suptitle(f"{run['scenario']} on {run['medium']}: state of {run['bodies'][0]}")
+    paths = [save(fig, directory / "state.png")]
+
+    N = len(run["feet"])
+    fig, axes = plt.subplots(4, N, figsize=(5 * N + 2, 9), sharex=True, squeeze=False)
+    for f, name in enumerate(run["feet"]):
+        col = axes[:, f]
+        col[0].plot(ts, run["theta"][:, f, 0], label="d (m)")
+        col[0].plot(ts, run["theta"][:, f, 1] / 10, label="φ / 10 (rad)")
+        col[0].legend(fontsize=8)
+        col[0].set_title(name)
+        for k, label in enumerate(["f_x (N)", "f_z (N)", "τ about p_r (N·m)"]):
+            col[k + 1].plot(ts, run["wrench"][:, f, k], color="k", lw=1)
+            col[k + 1].fill_between(ts, 0, 1, where=run["slipping"][:, f], transform=col[k + 1].get_xaxis_transform(),
+                                    color="tab:orange", alpha=0.2, lw=0, label="slipping (on ∂W)")
+            col[k + 1].set_ylabel(label)
+        col[1].legend(fontsize=8)
+        col[-1].set_xlabel("t (s)")
+    fig.suptitle(f"{run['scenario']}: contact configuration and resistance wrench in F_r")
+    paths.append(save(fig, directory / "wrench.png"))
+
+    fig, ax = plt.subplots(figsize=(10, 5))
+    frames = np.linspace(0, len(t) - 1, 6).astype(int)
+    origins = [scene_frames(run["geometry"], q[i])[1] for i in frames]
+    pcs = np.vstack([run["p_center"].reshape(-1, 2), q[:, :2], *origins])
+    reach = run["geometry"]["foot_size"][:, 1].max() + 0.05
+    xlim = (pcs[:, 0].min() - reach, pcs[:, 0].max() + reach)
+    _terrain(ax, run, xlim)
+    fmax = np.abs(run["wrench"][..., :2]).max() if run["wrench"].size else 0.0
+    for j, i in enumerate(frames):
+        draw_scene(ax, run, i, wrench_scale=0.1 / fmax if fmax > 0 else None, alpha=0.25 + 0.75 * j / (len(frames) - 1))
+    for f, name in enumerate(run["feet"]):  # foot traces (paper Fig. 10c: front red, rear green)
+        colour = "tab:red" if name.startswith("front") else "tab:green" if name.startswith("rear") else "tab:blue"
+        ax.plot(run["p_center"][:, f, 0], run["p_center"][:, f, 1], color=colour, lw=1,
+                label=name if name.endswith("_1") or len(run["feet"]) == 1 else None)
+    if len(run["feet"]) > 1:
+        ax.legend(fontsize=8, loc="upper right")
+    ax.set_aspect("equal")
+    ax.set_xlim(*xlim)
+    ax.set_ylim(pcs[:, 1].min() - 0.1, pcs[:, 1].max() + reach)
+    ax.set_title(f"{run['scenario']}: snapshots at t = " + ", ".join(f"{t[i]:.2f}" for i in frames) + " s "
+                 "(later = darker; red: contact force)")
+    ax.set_xlabel("x (m)")
+    ax.set_ylabel("z (m)")
+    paths.append(save(fig, directory / "scene.png"))
+    return [str(p) for p in paths]
+
+
+def scaling(results: dict, path, title="time per step against scene size"):
+    """Log-log plot of µs per step against contacts, with a line of slope 1 for reference."""
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    for solver, rows in results.items():
+        n = np.array([r["contacts"] for r in rows.values()])
+        us = np.array([r["us_per_step"] for r in rows.values()])
+        ax.loglog(n, us, "o-", label=solver)
+        ax.loglog(n, us[0] * n / n[0], ":", color="0.6", label="linear (from 1 contact)" if solver == list(results)[0] else None)
+    ax.set_xlabel("contacts (legs of 3 bodies each)")
+    ax.set_ylabel("median µs per step")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    return save(fig, path)
+
+
+def video(run: dict, path, fps: int = 25, width: float = 2.0):
+    """Render a run to an animated GIF (Pillow) or MP4 (needs ffmpeg), drawn like scene.png,
+    the view following the first body."""
+    import shutil
+
+    from matplotlib.animation import FFMpegWriter, FuncAnimation, PillowWriter
+
+    from granular.errors import GranularError
+
+    path = Path(path)
+    if path.suffix.lower() == ".gif":
+        writer = PillowWriter(fps=fps)
+    elif path.suffix.lower() == ".mp4":
+        if shutil.which("ffmpeg") is None:
+            raise GranularError("writing .mp4 needs ffmpeg (apt-get install ffmpeg); .gif works without it")
+        writer = FFMpegWriter(fps=fps)
+    else:
+        raise GranularError(f"{path}: video must end in .gif or .mp4")
+    t, q = run["t"], run["q"]
+    frames = np.arange(0, len(t), max(1, int(round(1.0 / (fps * run["dt"])))))
+    reach = run["geometry"]["foot_size"][:, 1].max() + 0.05
+    z_lo, z_hi = run["p_center"][..., 1].min() - 0.1, q[:, 1].max() + reach
+    fmax = np.abs(run["wrench"][..., :2]).max() if run["wrench"].size else 0.0
+    fig, ax = plt.subplots(figsize=(8, 8 * (z_hi - z_lo) / width))
+
+    def draw(i):
+        ax.clear()
+        x0 = q[i, 0]
+        _terrain(ax, run, (x0 - width / 2, x0 + width / 2))
+        draw_scene(ax, run, i, wrench_scale=0.1 / fmax if fmax > 0 else None)
+        ax.set_xlim(x0 - width / 2, x0 + width / 2)
+        ax.set_ylim(z_lo, z_hi)
+        ax.set_aspect("equal")
+        ax.set_title(f"{run['scenario']} on {run['medium']}, t = {t[i]:.2f} s")
+
+    try:
+        with atomic_path(path) as tmp:
+            FuncAnimation(fig, draw, frames=frames).save(tmp, writer=writer, dpi=80)
+    finally:
+        plt.close(fig)
+    return path

@@ -1,0 +1,101 @@
+"""Contact detection: for each foot, its configuration θ and Jacobians (Zhu et al. 2019, §III-C).
+
+For a foot attached to a body: p_center and the foot axis in world
+coordinates; p_c, the closest surface point, and its outward normal n; the
+configuration θ = (d, φ) with d the signed height of p_center above the
+surface along n and φ the axis tilt from n, clamped to [−π/2, π/2]; the foot
+is in contact when d < 0. J_t maps generalized velocities to the foot's twist
+at p_r in F_c's axes (the frame W(θ) is learned in), so a wrench w in F_r acts
+as the generalized force J_tᵀ w, and J_p gives the twist at p_center (for the
+kinetic energy of the dragged grains).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from granular.foot import Foot
+from granular.dynamics.multibody import _jacobians
+from granular.dynamics.terrain import closest
+
+
+@dataclass(frozen=True)
+class FootContact:
+    """A foot on a body: p_center and the axis direction in the body's frame; M_g the grains' mass matrix."""
+
+    name: str
+    body: int
+    p_center: tuple = (0.0, 0.0)
+    axis: tuple = (0.0, 1.0)
+    foot: Foot = Foot()
+    grain_mass: tuple = (14.714, 14.714, 0.122)
+
+
+@dataclass(frozen=True)
+class Feet:
+    """The feet of a model as arrays (built once)."""
+
+    contacts: tuple
+
+    def __post_init__(self):
+        c = self.contacts
+        axis = np.array([f.axis for f in c], dtype=float).reshape(-1, 2)
+        axis /= np.linalg.norm(axis, axis=1, keepdims=True)
+        pc = np.array([f.p_center for f in c], dtype=float).reshape(-1, 2)
+        pr = pc + np.array([f.foot.r_offset for f in c])[:, None] * axis
+        set_ = object.__setattr__
+        set_(self, "bodies", np.array([f.body for f in c], dtype=int))
+        set_(self, "axis", axis)
+        set_(self, "points", np.vstack([pc, pr]))  # p_center of every foot, then p_r
+        set_(self, "grain_mass", np.array([f.grain_mass for f in c], dtype=float).reshape(-1, 3))
+        set_(self, "names", tuple(f.name for f in c))
+
+
+@dataclass
+class ContactFrames:
+    """Per-foot quantities at one instant (arrays over feet)."""
+
+    theta: np.ndarray       # (N, 2) [d, φ]
+    active: np.ndarray      # (N,) d < 0
+    p_center: np.ndarray    # (N, 2)
+    normal: np.ndarray      # (N, 2)
+    Jt: np.ndarray          # (N, 3, ndof): twist at p_r in F_c
+    Jp: np.ndarray          # (N, 3, ndof): twist at p_center, world
+
+
+def detect(mb, feet: Feet, terrain, frames) -> ContactFrames:
+    """Contact configurations and Jacobians of all feet, given the bodies' frames (angle, origin)."""
+    angle, origin = frames
+    theta, p_center, normal, Jt, Jp = _detect(angle, origin, mb.chain, feet.bodies, feet.points, feet.axis,
+                                              *terrain.arrays)
+    return ContactFrames(theta, theta[:, 0] < 0, p_center, normal, Jt, Jp)
+
+
+@njit(cache=True)
+def _detect(angle, origin, chain, bodies, points, axis_local, ta, tt, tn, tlo, thi):
+    N = len(bodies)
+    J = _jacobians(angle, origin, chain, np.concatenate((bodies, bodies)), points)
+    Jp, Jr = J[:N], J[N:]
+    p_center = np.empty((N, 2))
+    axis = np.empty((N, 2))
+    for i in range(N):
+        c, s = np.cos(angle[bodies[i]]), np.sin(angle[bodies[i]])
+        o = origin[bodies[i]]
+        p_center[i, 0] = o[0] + c * points[i, 0] - s * points[i, 1]
+        p_center[i, 1] = o[1] + s * points[i, 0] + c * points[i, 1]
+        axis[i, 0] = c * axis_local[i, 0] - s * axis_local[i, 1]
+        axis[i, 1] = s * axis_local[i, 0] + c * axis_local[i, 1]
+    _, normal, height = closest(p_center, ta, tt, tn, tlo, thi)
+    theta = np.empty((N, 2))
+    Jt = Jr.copy()
+    for i in range(N):
+        nx, nz = normal[i, 0], normal[i, 1]
+        phi = np.arctan2(nx * axis[i, 1] - nz * axis[i, 0], nx * axis[i, 0] + nz * axis[i, 1])
+        theta[i, 0] = height[i]
+        theta[i, 1] = min(max(phi, -np.pi / 2), np.pi / 2)
+        # into F_c's axes: x along the tangent t = (n_z, −n_x), z along n
+        Jt[i, 0] = nz * Jr[i, 0] - nx * Jr[i, 1]
+        Jt[i, 1] = nx * Jr[i, 0] + nz * Jr[i, 1]
+    return theta, p_center, normal, Jt, Jp

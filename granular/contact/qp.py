@@ -1,0 +1,268 @@
+"""The maximum-dissipation contact QP (Zhu et al. 2019, eq. 2) and its solvers.
+
+In reduced coordinates there are no joint impulses c_j, so eq. (2) reads
+
+    min_c  v⁺ᵀ M v⁺ + Σ_i (J_p,i v⁺)ᵀ M_g,i (J_p,i v⁺)
+    s.t.   A_i(θ_i) c_i ≤ h b_i(θ_i)      for every foot i in contact,
+           v⁺ = v + M⁻¹ (J_tᵀ c + h (k + J_uᵀ u)),
+
+with c_i the contact impulse (N·s) of foot i in F_r. The paper writes the
+constraint h A c ≤ b; since W bounds forces and c is an impulse (force × h),
+the consistent form is A c ≤ h b, which is what is solved here.
+
+Substituting v⁺ gives the reduced QP over contact impulses only:
+min ½ cᵀ P c + gᵀ c with P = Bᵀ H B, g = Bᵀ H v_free, B = M⁻¹ J_tᵀ,
+H = M + Σ J_pᵀ M_g J_p, v_free = v + M⁻¹ h (k + J_uᵀ u). The origin c = 0 is
+always feasible (b ≥ 0), so a solver failure is a bug, reported with the step
+and contact.
+
+Solvers share one interface, ``solve(qp) -> c``:
+``cvxpy`` (the paper's form, readable reference), ``osqp`` (sparse, warm
+started, matrices updated in place while the structure stays), ``quadprog``
+(dense primal active set) and ``daqp`` (dense dual active set: the fast path,
+chosen by ``granular bench``) on the reduced form.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+from numba import njit
+
+from granular.errors import GranularError
+
+
+class SolverError(GranularError):
+    """The contact QP was not solved (its origin is always feasible, so this is a bug)."""
+
+
+@dataclass
+class ContactQP:
+    """One step's QP. Jt: (3N, n) stacked F_r Jacobians of the N feet in contact;
+    Jp: (3N, n) p_center Jacobians; Mg: (3N,) grain masses; A: (ΣK_i, 3N) block-diagonal
+    constraints, ub: (ΣK_i,) = h b_i stacked; rows: (N + 1,) where each foot's block starts."""
+
+    M: np.ndarray
+    v: np.ndarray
+    impulse: np.ndarray      # h (k + J_uᵀ u)
+    Jt: np.ndarray
+    Jp: np.ndarray
+    Mg: np.ndarray
+    A: np.ndarray
+    ub: np.ndarray
+    rows: np.ndarray
+
+    @cached_property
+    def _reduced(self):
+        return reduce_qp(self.M, self.Jt, self.Jp, self.Mg, self.v, self.impulse)
+
+    @property
+    def reduced(self):
+        """(P, g) of the reduced QP ½ cᵀ P c + gᵀ c."""
+        return self._reduced[0], self._reduced[1]
+
+    @property
+    def B(self):
+        """M⁻¹ J_tᵀ: the velocity change per unit contact impulse."""
+        return self._reduced[2]
+
+    @property
+    def v_free(self):
+        """v⁺ without contact impulses."""
+        return self._reduced[3]
+
+    def velocity(self, c):
+        """v⁺ for contact impulses c."""
+        return self.v_free + self.B @ c
+
+    def stacked_constraints(self):
+        """(A, ub): all feet's constraints A c ≤ ub."""
+        return self.A, self.ub
+
+    def slack_max(self, c):
+        """Per foot: max over its facets of A_i c_i − ub_i (≥ 0 means on the boundary of W)."""
+        return np.maximum.reduceat(self.A @ c - self.ub, self.rows[:-1])
+
+
+def stack_blocks(A_list, ub_list):
+    """Block-diagonal (A, ub, rows) from per-foot constraints A_i (K_i, 3) and ub_i (K_i,)."""
+    rows = np.concatenate([[0], np.cumsum([len(A) for A in A_list])]).astype(np.int64)
+    A = np.zeros((rows[-1], 3 * len(A_list)))
+    for i, block in enumerate(A_list):
+        A[rows[i]:rows[i + 1], 3 * i:3 * i + 3] = block
+    return A, np.concatenate(ub_list) if ub_list else np.zeros(0), rows
+
+
+@njit(cache=True)
+def reduce_qp(M, Jt, Jp, Mg, v, impulse):
+    """P = Bᵀ H B and g = Bᵀ H v_free with B = M⁻¹ J_tᵀ, H = M + J_pᵀ M_g J_p, v_free = v + M⁻¹ impulse."""
+    M_inv = np.linalg.inv(M)  # small and well conditioned (positive masses and inertias)
+    v_free = v + M_inv @ impulse
+    B = M_inv @ np.ascontiguousarray(Jt.T)
+    H = M + Jp.T @ (Mg.reshape(-1, 1) * Jp)
+    HB = H @ B
+    P = B.T @ HB
+    return 0.5 * (P + P.T), HB.T @ v_free, B, v_free
+
+
+def strictly_convex(P):
+    """P plus a tiny ridge: dense active-set solvers need a positive-definite Hessian, and P is
+    only semi-definite when two feet's impulses move the same degrees of freedom."""
+    return P + (1e-12 * np.trace(P) / len(P)) * np.eye(len(P))
+
+
+class CvxpySolver:
+    """Eq. (2) as written in the paper (in v⁺ and c), solved by Clarabel: the readable reference."""
+
+    name = "cvxpy"
+
+    def solve(self, qp: ContactQP):
+        import cvxpy as cp
+
+        n, nc = len(qp.v), qp.Jt.shape[0]
+        v_next, c = cp.Variable(n), cp.Variable(nc)
+        grains = sum(cp.quad_form(qp.Jp[3 * i:3 * i + 3] @ v_next, np.diag(qp.Mg[3 * i:3 * i + 3]))
+                     for i in range(nc // 3))
+        objective = cp.quad_form(v_next, cp.psd_wrap(qp.M)) + grains
+        constraints = [qp.M @ (v_next - qp.v) == qp.Jt.T @ c + qp.impulse]
+        constraints += [qp.A @ c <= qp.ub]
+        problem = cp.Problem(cp.Minimize(objective), constraints)
+        problem.solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+        if problem.status not in ("optimal",):
+            raise SolverError(f"cvxpy/Clarabel returned status {problem.status!r}")
+        return np.asarray(c.value)
+
+
+def polish(P, g, A, ub, c, y):
+    """Exact solution on an active set guessed from an approximate solution ``c``, or None.
+
+    Guesses: the constraints nearly tight at ``c`` or with a positive multiplier
+    in ``y`` (at growing tolerances), then the k tightest for k = 1, 2, …
+    Each guess is solved as an equality-constrained QP (KKT by least squares,
+    so degenerate vertices with more tight facets than dimensions are fine)
+    and accepted only with a certificate: primal feasible, and −(P x + g) a
+    non-negative combination of the active normals (NNLS).
+    """
+    from scipy.optimize import nnls
+
+    scale = max(np.abs(ub).max(), 1e-300)
+    slack = ub - A @ c
+
+    def guesses():
+        for cut in (1e-7, 1e-5, 1e-3):
+            yield (slack <= cut * scale) | (y > cut * max(np.abs(y).max(), 1e-300))
+        order = np.argsort(slack)
+        for k in range(1, min(len(ub), 2 * len(g)) + 1):
+            S = np.zeros(len(ub), dtype=bool)
+            S[order[:k]] = True
+            yield S
+
+    for S in guesses():
+        k = int(S.sum())
+        kkt = np.block([[P, A[S].T], [A[S], np.zeros((k, k))]])
+        try:
+            x = np.linalg.lstsq(kkt, np.concatenate([-g, ub[S]]), rcond=None)[0][:len(g)]
+        except np.linalg.LinAlgError:
+            continue
+        if not np.all(np.isfinite(x)) or np.max(A @ x - ub) > 1e-9 * scale:
+            continue
+        grad = P @ x + g
+        residual = nnls(A[S].T, -grad)[1] if k else np.linalg.norm(grad)
+        if residual <= 1e-8 * max(np.linalg.norm(g), 1e-300):
+            return x
+    return None
+
+
+class OsqpSolver:
+    """OSQP on the reduced form, for large scenes. The workspace is kept and updated in
+    place while the constraint matrix keeps its values (fixed normals) and set up anew
+    when it changes; ADMM runs to a moderate tolerance and :func:`polish` makes the
+    answer exact (OSQP's own polishing prints to stdout, which would spoil --json)."""
+
+    name = "osqp"
+    settings = dict(verbose=False, eps_abs=1e-7, eps_rel=1e-7, max_iter=50_000, polishing=False)
+
+    def __init__(self):
+        self._solver = None
+        self._A = None  # the constraint matrix the workspace was set up with
+
+    def solve(self, qp: ContactQP):
+        import osqp
+        import scipy.sparse as sp
+
+        P, g = qp.reduced
+        A, ub = qp.stacked_constraints()
+        # Solve for c = s x with s the largest bound, so that x and the bounds are O(1):
+        # ADMM converges several times faster on the rescaled problem.
+        s = max(np.abs(ub).max(), 1e-12)
+        g_s, ub_s = g / s, ub / s
+        n = len(P)
+        rows, cols = np.triu_indices(n)
+        order = np.lexsort((rows, cols))  # CSC order: by column, then row
+        rows, cols = rows[order], cols[order]
+        if self._A is not None and self._A.shape == A.shape and np.array_equal(self._A, A):
+            self._solver.update(Px=P[rows, cols], q=g_s, u=ub_s)
+        else:
+            # Keep the whole upper triangle, zeros included, so later updates fit its pattern.
+            indptr = np.concatenate([[0], np.cumsum(np.arange(1, n + 1))])
+            P_upper = sp.csc_matrix((P[rows, cols], rows, indptr), shape=(n, n))
+            self._solver = osqp.OSQP()
+            self._solver.setup(P_upper, g_s, sp.csc_matrix(A), np.full(len(ub), -np.inf), ub_s, **self.settings)
+            self._A = A
+        result = self._solver.solve(raise_error=False)
+        status = result.info.status
+        if result.x is None or not np.all(np.isfinite(result.x)):
+            raise SolverError(f"OSQP returned status {status!r} and no solution")
+        exact = polish(P, g_s, A, ub_s, result.x, result.y)
+        if exact is not None:
+            return s * exact
+        if status == "solved":
+            return s * np.asarray(result.x)
+        raise SolverError(f"OSQP returned status {status!r} after {result.info.iter} iterations "
+                          "and its active set could not be certified")
+
+
+class QuadprogSolver:
+    """Dense Goldfarb–Idnani active set (quadprog) on the reduced form."""
+
+    name = "quadprog"
+
+    def solve(self, qp: ContactQP):
+        import quadprog
+
+        P, g = qp.reduced
+        A, ub = qp.stacked_constraints()
+        try:
+            return quadprog.solve_qp(strictly_convex(P), -g, -A.T, -ub)[0]
+        except ValueError as exc:
+            raise SolverError(f"quadprog: {exc}") from None
+
+
+class DaqpSolver:
+    """Dense dual active set (DAQP) on the reduced form: the fastest on these small QPs
+    (``granular bench``), so the default."""
+
+    name = "daqp"
+
+    def solve(self, qp: ContactQP):
+        from ctypes import c_int
+
+        import daqp
+
+        P, g = qp.reduced
+        A, ub = qp.stacked_constraints()
+        x, _, flag, _ = daqp.solve(strictly_convex(P), g, A, ub, np.full(len(ub), -1e30), np.zeros(len(ub), dtype=c_int))
+        if flag <= 0:
+            raise SolverError(f"DAQP exit flag {flag}")
+        return np.asarray(x)
+
+
+SOLVERS = {cls.name: cls for cls in (CvxpySolver, OsqpSolver, QuadprogSolver, DaqpSolver)}
+
+
+def make_solver(name: str):
+    try:
+        return SOLVERS[name]()
+    except KeyError:
+        raise GranularError(f"unknown solver {name!r}; choose one of {', '.join(SOLVERS)}") from None

@@ -1,0 +1,179 @@
+"""Wrench datasets: samples of the limit surface ∂W(θ) (Zhu et al. 2019, §III-B1).
+
+The on-disk format (HDF5, documented in data/README.md) holds one medium and
+one foot. ``write`` is atomic; ``read`` validates everything and raises a
+:class:`GranularError` naming the file and the problem.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from granular import __version__
+from granular.errors import GranularError
+from granular.foot import Foot
+from granular.io.h5io import array, atomic_h5, attr, read_h5
+
+FORMAT = "granular-wrench-dataset"
+VERSION = 1
+SOURCES = ("rft", "terramechanics", "dem", "ft-rig")
+UNITS = {
+    "units_configs": "m, rad",
+    "units_velocity_scale": "m/s, m/s, rad/s",
+    "units_wrenches": "N, N, N*m",
+}
+
+
+@dataclass(frozen=True)
+class WrenchDataset:
+    """n configurations × m velocity directions of measured resistance wrenches.
+
+    configs (n, 2): [d, φ] (m, rad). directions (m, 3): unit twists in F_c
+    before scaling; velocity_scale (3,): per-axis scale (m/s, m/s, rad/s).
+    wrenches (n, m, 3): (f_x, f_z, τ) in F_r (N, N, N·m). valid (n, m): mask of
+    usable samples (masked wrenches may hold NaN).
+    """
+
+    configs: np.ndarray
+    directions: np.ndarray
+    velocity_scale: np.ndarray
+    wrenches: np.ndarray
+    medium: str
+    source: str
+    foot: Foot = field(default_factory=Foot)
+    valid: np.ndarray | None = None
+    created: str = ""
+    creator: str = f"granular {__version__}"
+    provenance: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.valid is None:
+            object.__setattr__(self, "valid", np.ones(self.wrenches.shape[:2], dtype=bool))
+        if not self.created:
+            object.__setattr__(self, "created", _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+
+    @property
+    def n(self) -> int:
+        return len(self.configs)
+
+    @property
+    def m(self) -> int:
+        return len(self.directions)
+
+    def subset(self, rows) -> "WrenchDataset":
+        """The dataset restricted to the configurations ``rows``."""
+        return replace(self, configs=self.configs[rows], wrenches=self.wrenches[rows], valid=self.valid[rows])
+
+
+def validate(ds: WrenchDataset, where="dataset") -> WrenchDataset:
+    """Check shapes, values and metadata; raise GranularError naming ``where``."""
+    n, m = len(ds.configs), len(ds.directions)
+
+    def fail(msg):
+        raise GranularError(f"{where}: {msg}")
+
+    if ds.configs.shape != (n, 2) or n == 0:
+        fail(f"configs must have shape (n, 2) with n ≥ 1, got {ds.configs.shape}")
+    if ds.directions.shape != (m, 3) or m == 0:
+        fail(f"directions must have shape (m, 3) with m ≥ 1, got {ds.directions.shape}")
+    if ds.velocity_scale.shape != (3,):
+        fail(f"velocity_scale must have shape (3,), got {ds.velocity_scale.shape}")
+    if ds.wrenches.shape != (n, m, 3):
+        fail(f"wrenches must have shape (n, m, 3) = ({n}, {m}, 3), got {ds.wrenches.shape}")
+    if ds.valid.shape != (n, m):
+        fail(f"valid must have shape (n, m) = ({n}, {m}), got {ds.valid.shape}")
+    for name in ("configs", "directions", "velocity_scale"):
+        bad = ~np.isfinite(getattr(ds, name))
+        if bad.any():
+            fail(f"{name} holds NaN or inf at index {tuple(np.argwhere(bad)[0])}")
+    bad = ~np.isfinite(ds.wrenches).all(axis=-1) & ds.valid
+    if bad.any():
+        j, i = np.argwhere(bad)[0]
+        fail(f"wrenches holds NaN or inf at config {j} (d={ds.configs[j, 0]}, φ={ds.configs[j, 1]}), "
+             f"direction {i}, and it is not masked out by 'valid'")
+    if np.any(ds.velocity_scale <= 0):
+        fail(f"velocity_scale must be positive, got {ds.velocity_scale.tolist()}")
+    norms = np.linalg.norm(ds.directions, axis=1)
+    if np.any(np.abs(norms - 1) > 1e-6):
+        fail(f"directions must be unit vectors; direction {int(np.argmax(np.abs(norms - 1)))} has norm "
+             f"{norms[np.argmax(np.abs(norms - 1))]:.6g}")
+    if np.any(ds.configs[:, 0] > 0):
+        fail(f"depth d must be ≤ 0 (below the surface); config {int(np.argmax(ds.configs[:, 0]))} has "
+             f"d = {ds.configs[:, 0].max()} m")
+    if np.any(np.abs(ds.configs[:, 1]) > np.pi / 2 + 1e-12):
+        fail("tilt φ must lie in [−π/2, π/2] rad")
+    if len(np.unique(np.round(ds.configs, 12), axis=0)) != n:
+        fail("configs holds the same configuration twice")
+    if ds.source not in SOURCES:
+        fail(f"source is {ds.source!r}, expected one of {', '.join(SOURCES)}")
+    if not ds.medium:
+        fail("medium name is empty")
+    return ds
+
+
+def write_group(g, ds: WrenchDataset):
+    """Write ``ds`` into an open HDF5 group (a file's root, or a model's embedded copy)."""
+    g.attrs.update({"format": FORMAT, "version": VERSION, "medium": ds.medium, "source": ds.source,
+                    "created": ds.created, "creator": ds.creator, **UNITS, **ds.foot.attrs()})
+    for name in ("configs", "directions", "velocity_scale", "wrenches"):
+        g.create_dataset(name, data=np.asarray(getattr(ds, name), dtype=np.float64))
+    g.create_dataset("valid", data=np.asarray(ds.valid, dtype=bool))
+    prov = g.create_group("provenance")
+    for key, value in ds.provenance.items():
+        if isinstance(value, np.ndarray) and value.ndim > 0:
+            prov.create_dataset(key, data=value)
+        else:
+            prov.attrs[key] = value
+
+
+def _read_group(g, where) -> WrenchDataset:
+    for key, expected in UNITS.items():
+        found = attr(g, key, where)
+        if found != expected:
+            raise GranularError(f"{where}: attribute {key} is {found!r}; this format stores {expected!r}")
+    configs = array(g, "configs", where, shape=(None, 2))
+    directions = array(g, "directions", where, shape=(None, 3))
+    n, m = len(configs), len(directions)
+    try:
+        foot = Foot.from_attrs(g.attrs)
+    except KeyError as exc:
+        raise GranularError(f"{where}: missing foot geometry attribute {exc}") from None
+    except GranularError as exc:
+        raise GranularError(f"{where}: {exc}") from None
+    provenance = {}
+    if "provenance" in g:
+        prov = g["provenance"]
+        provenance.update({k: attr(prov, k, where) for k in prov.attrs})
+        provenance.update({k: prov[k][()] for k in prov})
+    ds = WrenchDataset(
+        configs=configs, directions=directions,
+        velocity_scale=array(g, "velocity_scale", where, shape=(3,)),
+        wrenches=array(g, "wrenches", where, shape=(n, m, 3)),
+        valid=array(g, "valid", where, shape=(n, m), dtype=bool, required=False),
+        medium=str(attr(g, "medium", where)), source=str(attr(g, "source", where)), foot=foot,
+        created=str(g.attrs.get("created", "")), creator=str(g.attrs.get("creator", "")),
+        provenance=provenance)
+    return validate(ds, where)
+
+
+def write(ds: WrenchDataset, path) -> Path:
+    """Validate and write ``ds`` to ``path`` atomically."""
+    validate(ds, path)
+    with atomic_h5(path) as f:
+        write_group(f, ds)
+    return Path(path)
+
+
+def read(path) -> WrenchDataset:
+    """Read and validate a dataset file."""
+    with read_h5(path, FORMAT, {VERSION}) as f:
+        return _read_group(f, path)
+
+
+def read_group(g, where) -> WrenchDataset:
+    if attr(g, "format", where) != FORMAT or attr(g, "version", where) != VERSION:
+        raise GranularError(f"{where}: embedded dataset has an unknown format or version")
+    return _read_group(g, where)

@@ -1,0 +1,282 @@
+"""DEM acquisition with YADE (the paper's §III-B2, §IV-A), scaled out with Dask.
+
+YADE is an external program with its own Python: this module writes YADE
+scripts, runs them as ``yade -n -x script.py``, and ingests what they record
+through the rig path (:mod:`granular.data.ingest`): one code path for rig and DEM
+data. Protocol: a bed of spheres is rained into a box, settled, levelled and
+saved once; every run reloads it, lowers the foot (a cylinder of facets) from
+above the surface straight down to θ_des − 0.8·t_total·v_des, moves it
+kinematically at v_des for t_total and records its pose and the force and
+torque the grains exert on it.
+
+The world is YADE's x (forward), z (up); the plane of the paper is x–z and
+the foot's tilt turns about −y (counter-clockwise as drawn, frames.py).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from granular.errors import GranularError
+
+BEADS = dict(young=3e8, poisson=0.3, density=1631.0, friction=0.577, radius=0.01)  # paper §IV-A
+
+
+@dataclass(frozen=True)
+class Bed:
+    """The box and the particles (SI units); the paper used 58,500 spheres of 0.01 m.
+
+    ``particles`` spheres rain into a box ``box`` (x, y, z) wide and settle;
+    the heap is levelled by removing the spheres whose centre lies above the
+    height the particles fill at ``packing``, so the bed is flat.
+    """
+
+    particles: int = 3400
+    box: tuple = (0.5, 0.22, 0.4)         # x, y, z (m); z is the walls' height, not the bed's
+    young: float = BEADS["young"]
+    poisson: float = BEADS["poisson"]
+    density: float = BEADS["density"]
+    friction: float = BEADS["friction"]
+    radius: float = BEADS["radius"]
+    packing: float = 0.6                  # solid fraction of a loose bed of equal spheres
+    settled: float = 0.05                 # YADE's unbalanced-force ratio below which the bed is at rest
+
+    @property
+    def depth(self) -> float:
+        """Height the levelled bed fills (m)."""
+        sphere = 4 / 3 * np.pi * self.radius ** 3
+        return self.particles * sphere / (self.packing * self.box[0] * self.box[1])
+
+
+def yade_command():
+    exe = shutil.which("yade")
+    if exe is None:
+        raise GranularError("YADE is not installed: apt-get install yade (Debian) provides `yade`")
+    return exe
+
+
+BED_SCRIPT = r'''
+import json, math
+from yade import pack
+P = json.load(open(PARAMS))
+Lx, Ly, Lz = P["box"]
+O.materials.append(FrictMat(young=P["young"], poisson=P["poisson"], density=P["density"],
+                            frictionAngle=math.atan(P["friction"]), label="beads"))
+O.bodies.append(geom.facetBox((Lx / 2, Ly / 2, Lz), (Lx / 2, Ly / 2, Lz), wallMask=31, material="beads"))
+sp = pack.SpherePack()
+top = 2.0 * P["depth"] + 4 * P["radius"]   # a loose cloud: under a third of the volume is spheres
+sp.makeCloud((0, 0, 0), (Lx, Ly, top), rMean=P["radius"], rRelFuzz=0.0, num=P["particles"])
+sp.toSimulation(material="beads")
+O.engines = [ForceResetter(), InsertionSortCollider([Bo1_Sphere_Aabb(), Bo1_Facet_Aabb()]),
+             InteractionLoop([Ig2_Sphere_Sphere_ScGeom(), Ig2_Facet_Sphere_ScGeom()],
+                             [Ip2_FrictMat_FrictMat_FrictPhys()], [Law2_ScGeom_FrictPhys_CundallStrack()]),
+             NewtonIntegrator(gravity=(0, 0, -9.81), damping=0.4)]
+O.dt = 0.7 * PWaveTimeStep()
+fall = math.sqrt(2 * top / 9.81) + 0.1     # time for the highest sphere to land
+while O.time < fall or (unbalancedForce() > P["settled"] and O.time < fall + 2.0):
+    O.run(1000, True)
+level = P["depth"] - P["radius"]
+for b in list(O.bodies):
+    if isinstance(b.shape, Sphere) and b.state.pos[2] > level:
+        O.bodies.erase(b.id)
+t_level = O.time
+while unbalancedForce() > P["settled"] and O.time < t_level + 1.0:   # the levelled surface comes to rest
+    O.run(1000, True)
+tops = sorted(b.state.pos[2] + b.shape.radius for b in O.bodies if isinstance(b.shape, Sphere))
+layer = [z for z in tops if z > tops[-1] - 2 * P["radius"]]
+O.save(OUT)
+json.dump({"surface_z": sum(layer) / len(layer), "spheres": len(tops), "dt": O.dt, "seconds": O.realtime},
+          open(OUT + ".json", "w"))
+'''
+
+RUN_SCRIPT = r'''
+import json, math
+P = json.load(open(PARAMS))
+O.load(P["bed"])
+bed = json.load(open(P["bed"] + ".json"))
+Lx, Ly, Lz = P["box"]
+d, phi0 = P["theta_des"]
+vx, vz, w = P["v_des"]
+T, R, L = P["t_total"], P["foot_radius"], P["foot_length"]
+surface = bed["surface_z"]
+# start of the trajectory (paper step 2), the buried part of a tilted foot centred in the box
+centre = Lx / 2 + 0.5 * math.copysign(min(L * abs(math.sin(phi0)), abs(d) * abs(math.tan(phi0))), phi0)
+start = Vector3(centre - 0.8 * T * vx, Ly / 2, surface + d - 0.8 * T * vz)
+phi = phi0 - 0.8 * T * w
+lowest = start[2] - R * abs(math.sin(phi)) + min(0.0, L * math.cos(phi))
+lift = max(0.0, surface + P["clearance"] - lowest)
+axis = Vector3(-math.sin(phi), 0, math.cos(phi))
+orient = Quaternion(Vector3(0, -1, 0), phi)
+ids = O.bodies.append(geom.facetCylinder(start + Vector3(0, 0, lift) + axis * (L / 2), R, L, orientation=orient,
+                                         segmentsNumber=16, wallMask=7, material="beads"))
+newton = O.engines[-1]
+base = O.engines[:-1]
+# step 2: straight down from above the surface to the start point
+if lift > 0:
+    O.engines = base + [TranslationEngine(ids=ids, translationAxis=(0, 0, -1), velocity=P["insert_speed"]), newton]
+    O.run(max(1, int(round(lift / P["insert_speed"] / O.dt))), True)
+# step 3: constant twist v_des for t_total, rotation about the moving p_center
+speed = math.hypot(vx, vz)
+move = TranslationEngine(ids=ids, translationAxis=(vx / speed, 0, vz / speed) if speed else (1, 0, 0), velocity=speed)
+spin = RotationEngine(ids=ids, rotationAxis=(0, -1, 0), angularVelocity=w, rotateAroundZero=True, zeroPoint=start)
+t0 = O.time
+def follow():
+    spin.zeroPoint = start + Vector3(vx, 0, vz) * (O.time - t0)
+rows = []
+def record():
+    t = O.time - t0
+    pc = start + Vector3(vx, 0, vz) * t
+    f, tau = Vector3.Zero, 0.0
+    for i in ids:
+        fi, ti = O.forces.f(i), O.forces.t(i)
+        f = f + fi
+        tau += -(ti[1] + ((O.bodies[i].state.pos - pc).cross(fi))[1])   # about -y: counter-clockwise in x-z
+    p = phi + w * t
+    c, s = math.cos(p), math.sin(p)
+    rows.append((t, pc[0] - centre, pc[2] - surface, p, c * f[0] + s * f[2], -s * f[0] + c * f[2], tau))
+every = max(1, int(P["record_period"] / O.dt))
+O.engines = base + [move + spin, newton, PyRunner(command="follow()", iterPeriod=1),
+                    PyRunner(command="record()", iterPeriod=every)]
+O.run(int(T / O.dt) + 1, True)
+import csv, os
+with open(OUT + ".tmp", "w", newline="") as fh:
+    wr = csv.writer(fh)
+    wr.writerow(["t", "x", "z", "phi", "fx", "fz", "tau"])
+    wr.writerows(rows)
+json.dump({"theta_des": P["theta_des"], "v_des": P["v_des"], "t_total": T, "medium": P["medium"],
+           "sensor_offset": [0.0, 0.0], "sensor_angle": 0.0, "velocity_scale": P["velocity_scale"],
+           "insertion_m": lift, "seconds": O.realtime},
+          open(OUT[:-4] + ".json", "w"))
+os.replace(OUT + ".tmp", OUT)
+'''
+
+
+def _run_yade(script: str, params: dict, workdir: Path, name: str, out: Path, timeout: float, threads: int = 1):
+    workdir.mkdir(parents=True, exist_ok=True)
+    pfile = workdir / f"{name}.params.json"
+    pfile.write_text(json.dumps(params))
+    sfile = workdir / f"{name}.py"
+    sfile.write_text(f"PARAMS = {str(pfile)!r}\nOUT = {str(out)!r}\n" + script)
+    proc = subprocess.run([yade_command(), "-j", str(threads), "-n", "-x", str(sfile)],
+                          capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0 or not out.exists():
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
+        raise GranularError(f"YADE failed on {name} (exit {proc.returncode}): {' | '.join(tail)}")
+    return out
+
+
+def prepare_bed(bed: Bed, workdir, timeout: float = 3600) -> Path:
+    """Rain, settle, level and save the bed once (reused if it is already there)."""
+    out = bed_file(workdir)
+    params = {**asdict(bed), "depth": bed.depth}
+    if not (out.exists() and _bed_info(workdir).exists()):
+        _run_yade(BED_SCRIPT, params, Path(workdir), "bed", out, timeout, threads=os.cpu_count() or 1)
+    kept = json.loads((Path(workdir) / "bed.params.json").read_text())
+    if kept != json.loads(json.dumps(params)):
+        raise GranularError(f"{workdir} holds runs on another bed ({kept['particles']} spheres in a box "
+                            f"{kept['box']}): give another --workdir, or delete it to start over")
+    return out
+
+
+def bed_file(workdir) -> Path:
+    return Path(workdir) / "bed.yade.gz"
+
+
+def _bed_info(workdir) -> Path:
+    """What the bed script measured: surface height, spheres kept, time step, wall time."""
+    return Path(workdir) / "bed.yade.gz.json"
+
+
+def run_one(params: dict, workdir: str, timeout: float = 3600) -> str:
+    """One acquisition run (a Dask task): the CSV of its record, skipped if already done."""
+    out = Path(workdir) / f"{params['name']}.csv"
+    if is_done(params, workdir):
+        return str(out)
+    return str(_run_yade(RUN_SCRIPT, params, Path(workdir), params["name"], out, timeout))
+
+
+def is_done(params: dict, workdir) -> bool:
+    """Whether this very run (same parameters, not only the same name) has been recorded."""
+    base = Path(workdir) / params["name"]
+    files = [base.with_suffix(s) for s in (".csv", ".json", ".params.json")]
+    return all(f.exists() for f in files) and json.loads(files[2].read_text()) == json.loads(json.dumps(params))
+
+
+def check_fits(bed: Bed, configs, velocity_scale, t_total, foot):
+    """Raise if a run's foot would come within two bead diameters of the floor or an end wall."""
+    d, phi = np.asarray(configs, float).T
+    travel = 0.8 * t_total * np.asarray(velocity_scale, float)
+    s, c = np.abs(np.sin(phi)), np.cos(phi)
+    margin = 4 * bed.radius
+    below = -d + foot.radius * s + travel[1] + margin
+    deep = np.argmax(below)
+    if below[deep] > bed.depth:
+        raise GranularError(f"the bed is {bed.depth:.3f} m deep but θ = ({d[deep]}, {phi[deep]}) needs "
+                            f"{below[deep]:.3f} m under the surface: raise --particles or shrink the box's x, y")
+    buried = np.minimum(foot.length * s, np.abs(d) * s / np.maximum(c, 1e-9)) + 2 * foot.radius
+    wide = np.argmax(buried + 2 * travel[0] + 2 * margin)
+    if buried[wide] + 2 * travel[0] + 2 * margin > bed.box[0]:
+        raise GranularError(f"the box is {bed.box[0]} m long but θ = ({d[wide]}, {phi[wide]}) buries "
+                            f"{buried[wide]:.3f} m of foot along x: lengthen the box")
+
+
+def plan(bed_path, bed: Bed, configs, directions, velocity_scale, t_total, foot, medium, insert_speed=1.0):
+    """The runs' parameters: every configuration × direction."""
+    check_fits(bed, [c for c in configs if c[0] < 0], velocity_scale, t_total, foot)
+    runs = []
+    for j, theta in enumerate(configs):
+        if theta[0] >= 0:
+            continue
+        for i, u in enumerate(directions):
+            runs.append({"name": f"run_c{j:03d}_d{i:02d}", "bed": str(bed_path), "box": list(bed.box),
+                         "theta_des": [float(theta[0]), float(theta[1])],
+                         "v_des": (np.asarray(u) * velocity_scale).tolist(), "t_total": t_total,
+                         "foot_radius": foot.radius, "foot_length": foot.length, "medium": medium,
+                         "clearance": 2 * bed.radius, "insert_speed": insert_speed, "record_period": 5e-4,
+                         "velocity_scale": list(map(float, velocity_scale))})
+    return runs
+
+
+def acquire(workdir, bed: Bed, configs, directions, velocity_scale, t_total, foot, medium="beads",
+            workers: int = 2, scheduler=None, insert_speed: float = 1.0, say=print, progress=True):
+    """Run every acquisition on a Dask cluster (local unless ``scheduler``); return the CSV paths."""
+    from distributed import Client, LocalCluster, as_completed
+    from tqdm import tqdm
+
+    workdir = Path(workdir).resolve()
+    runs = plan(bed_file(workdir), bed, configs, directions, velocity_scale, t_total, foot, medium, insert_speed)
+    say(f"preparing the bed ({bed.particles} spheres, {bed.depth:.3f} m deep) in {workdir}")
+    prepare_bed(bed, workdir)
+    done = [r for r in runs if is_done(r, workdir)]
+    say(f"{len(runs)} runs, {len(done)} already done")
+    cluster = None if scheduler else LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                                  dashboard_address=None)
+    paths, failed = [], []
+    with Client(scheduler or cluster) as client:
+        futures = [client.submit(run_one, r, str(workdir), key=r["name"], pure=False) for r in runs]
+        bar = tqdm(as_completed(futures), total=len(futures), desc="DEM runs", disable=None if progress else True)
+        for k, future in enumerate(bar, 1):
+            try:
+                paths.append(future.result())
+            except Exception as exc:  # a failed run is reported and skipped, never fatal
+                failed.append(str(exc))
+                say(f"run failed: {exc}")
+            if bar.disable and progress and k % max(1, len(futures) // 10) == 0:
+                say(f"DEM runs: {k}/{len(futures)}")  # a log file gets a line per tenth instead of a bar
+    if cluster is not None:
+        cluster.close()
+    say(f"{len(paths)} runs recorded, {len(failed)} failed")
+    return sorted(paths)
+
+
+def cost(workdir, paths) -> dict:
+    """What the bed and the recorded runs took: spheres, and YADE's wall time in seconds."""
+    bed = json.loads(_bed_info(workdir).read_text())
+    runs = [json.loads(Path(p).with_suffix(".json").read_text()).get("seconds", 0.0) for p in paths]
+    return {"spheres": bed["spheres"], "bed_s": bed.get("seconds", 0.0), "runs": len(runs), "runs_s": sum(runs)}

@@ -1,0 +1,322 @@
+"""Acquisition runs → wrench datasets: the extraction of Zhu et al. 2019, §III-B2.
+
+A run drags the foot at constant velocity v_des (a twist in F_c) for t_total,
+passing θ_des at 0.8·t_total. Its raw record (CSV with a JSON sidecar, or
+HDF5; documented in data/README.md) holds time, the pose of p_center (x, z
+relative to the undisturbed surface, tilt φ) and the wrench measured by a
+sensor mounted on the foot. Extraction: zero-phase low-pass filter, find the
+instant the pose passes θ_des, interpolate the wrench there, and move it into
+F_r (rotate by the foot's tilt and the sensor's mounting angle; move the
+torque to p_r). Many runs are assembled on the grid θ_des × directions; a
+missing or failed sample is masked out (``valid``). A bad run is reported
+with its file and the reason and skipped; it never stops the batch.
+"""
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import h5py
+import numpy as np
+from scipy.signal import butter, filtfilt
+
+from granular.data.dataset import WrenchDataset
+from granular.errors import GranularError
+from granular.io.files import read_toml
+from granular.foot import Foot
+from granular.frames import cross2, foot_axis
+from granular.data.sampling import sphere_directions
+
+CHANNELS = ("t", "x", "z", "phi", "fx", "fz", "tau")
+#: Units a mapping may name, as factors to SI.
+UNITS = {"s": 1.0, "ms": 1e-3, "m": 1.0, "mm": 1e-3, "cm": 1e-2, "rad": 1.0, "deg": np.pi / 180,
+         "N": 1.0, "kgf": 9.80665, "N*m": 1.0, "N*mm": 1e-3}
+DEFAULT_CUTOFF_HZ = 5.0
+PASS_FRACTION = 0.8
+
+
+class BadRun(GranularError):
+    """A run that cannot be ingested (reported and skipped)."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One acquisition run in SI units: samples (k,) and its metadata."""
+
+    path: Path
+    t: np.ndarray
+    pose: np.ndarray         # (k, 3): x, z of p_center (m), tilt φ (rad), in F_c
+    wrench: np.ndarray       # (k, 3): f_x, f_z (N), τ (N·m) in the sensor frame, about the sensor origin
+    theta_des: np.ndarray    # (d, φ)
+    v_des: np.ndarray        # twist (v_x, v_z, ω) in F_c
+    t_total: float
+    medium: str
+    sensor_offset: np.ndarray  # sensor origin in the foot frame, from p_center (m)
+    sensor_angle: float        # sensor x axis from the foot frame's x axis (rad)
+    velocity_scale: np.ndarray | None = None  # the run's direction grid scale, if recorded
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """Lab column names and units → the canonical channels (see data/README.md)."""
+
+    columns: dict
+    units: dict
+    sign: float = 1.0        # −1 if the sensor reports the foot's force on the medium
+    topics: dict = field(default_factory=dict)  # ROS 2 bags: {"wrench": topic, "pose": topic}
+
+    @classmethod
+    def load(cls, path=None) -> "Mapping":
+        if path is None:
+            return cls({c: c for c in CHANNELS}, {})
+        spec = read_toml(path, "column mapping", known=("columns", "units", "sign", "topics"))
+        units = spec.get("units", {})
+        bad = {k: u for k, u in units.items() if u not in UNITS}
+        if bad:
+            raise GranularError(f"{path}: unknown unit(s) {bad}; known: {', '.join(UNITS)}")
+        bad = set(spec.get("topics", {})) - {"wrench", "pose"}
+        if bad:
+            raise GranularError(f"{path}: unknown [topics] key(s) {', '.join(sorted(bad))}; known: wrench, pose")
+        return cls({c: spec.get("columns", {}).get(c, c) for c in CHANNELS}, units, float(spec.get("sign", 1.0)),
+                   dict(spec.get("topics", {})))
+
+    def factor(self, channel):
+        return UNITS[self.units.get(channel, {"t": "s", "x": "m", "z": "m", "phi": "rad", "fx": "N", "fz": "N",
+                                              "tau": "N*m"}[channel])]
+
+
+def _metadata(meta: dict, path):
+    try:
+        return dict(theta_des=np.array(meta["theta_des"], float), v_des=np.array(meta["v_des"], float),
+                    t_total=float(meta["t_total"]), medium=str(meta.get("medium", "unknown")),
+                    sensor_offset=np.array(meta.get("sensor_offset", [0.0, 0.0]), float),
+                    sensor_angle=float(meta.get("sensor_angle", 0.0)),
+                    velocity_scale=np.array(meta["velocity_scale"], float) if "velocity_scale" in meta else None)
+    except KeyError as exc:
+        raise BadRun(f"{path}: metadata lacks {exc}") from None
+    except (TypeError, ValueError) as exc:
+        raise BadRun(f"{path}: bad metadata ({exc})") from None
+
+
+def read_run(path, mapping: Mapping = Mapping.load()) -> Run:
+    """A raw run from CSV (+ ``<name>.json`` sidecar) or HDF5 (metadata as attributes)."""
+    path = Path(path)
+    if not path.exists():
+        raise BadRun(f"{path}: no such file")
+    if path.is_dir():
+        cols, meta = _read_bag(path, mapping), _sidecar(path)
+    elif path.suffix in (".h5", ".hdf5"):
+        try:
+            with h5py.File(path, "r") as f:
+                cols = {c: f[mapping.columns[c]][()] for c in CHANNELS if mapping.columns[c] in f}
+                meta = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in f.attrs.items()}
+        except OSError as exc:
+            raise BadRun(f"{path}: not a readable HDF5 file ({exc})") from None
+    else:
+        meta = _sidecar(path)
+        with path.open(newline="") as fh:
+            rows = list(csv.DictReader(fh))
+        names = set(rows[0]) if rows else set()
+        cols = {}
+        for c in CHANNELS:
+            if mapping.columns[c] in names:
+                try:
+                    cols[c] = np.array([float(r[mapping.columns[c]] or "nan") for r in rows])
+                except ValueError:
+                    raise BadRun(f"{path}: column {mapping.columns[c]!r} holds non-numbers") from None
+    missing = [mapping.columns[c] for c in CHANNELS if c not in cols]
+    if missing:
+        raise BadRun(f"{path}: missing column(s) {', '.join(missing)}")
+    si = {c: np.asarray(cols[c], float) * mapping.factor(c) for c in CHANNELS}
+    return Run(path, si["t"], np.column_stack([si["x"], si["z"], si["phi"]]),
+               mapping.sign * np.column_stack([si["fx"], si["fz"], si["tau"]]), **_metadata(meta, path))
+
+
+def _sidecar(path: Path) -> dict:
+    """The run's metadata from ``<name>.json`` beside it (CSV files and ROS 2 bags)."""
+    sidecar = path.with_suffix(".json")
+    if not sidecar.is_file():
+        raise BadRun(f"{path}: missing metadata sidecar {sidecar.name}")
+    try:
+        return json.loads(sidecar.read_text())
+    except json.JSONDecodeError as exc:
+        raise BadRun(f"{sidecar}: not valid JSON ({exc})") from None
+
+
+WRENCH_MSG, POSE_MSG = "geometry_msgs/msg/WrenchStamped", "geometry_msgs/msg/PoseStamped"
+
+
+def _read_bag(path: Path, mapping: Mapping):
+    """A ROS 2 bag (directory): the wrench and pose topics, on the wrench's time stamps.
+
+    The run's plane is the x–z plane of the messages' frames (ROS units, SI): the pose is p_center
+    relative to the undisturbed surface, the tilt is the rotation about −y (counter-clockwise as
+    drawn, frames.py); the wrench is in the sensor's frame, its torque about −y. The metadata is
+    the JSON sidecar ``<bag>.json`` beside the bag directory; the mapping's units apply as for CSV.
+    """
+    try:
+        from rosbags.highlevel import AnyReader
+    except ImportError:
+        raise GranularError("reading ROS 2 bags needs rosbags: pip install 'granular[ros]'") from None
+    try:
+        with AnyReader([path]) as reader:
+            streams = {}
+            for kind, msgtype in (("wrench", WRENCH_MSG), ("pose", POSE_MSG)):
+                want = mapping.topics.get(kind)
+                conns = [c for c in reader.connections if c.msgtype == msgtype and want in (None, c.topic)]
+                if not conns:
+                    raise BadRun(f"{path}: no {msgtype} topic" + (f" named {want!r}" if want else ""))
+                streams[kind] = [reader.deserialize(raw, c.msgtype) for c, _, raw in reader.messages([conns[0]])]
+    except BadRun:
+        raise
+    except Exception as exc:  # rosbags raises its own types for unreadable bags
+        raise BadRun(f"{path}: not a readable ROS 2 bag ({exc})") from None
+    stamp = lambda m: m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec  # noqa: E731
+    tw = np.array([stamp(m) for m in streams["wrench"]])
+    tp = np.array([stamp(m) for m in streams["pose"]])
+    q = np.array([[m.pose.orientation.w, m.pose.orientation.x, m.pose.orientation.y, m.pose.orientation.z]
+                  for m in streams["pose"]])
+    phi = np.unwrap(np.arctan2(-2 * (q[:, 1] * q[:, 3] + q[:, 0] * q[:, 2]), 1 - 2 * (q[:, 1] ** 2 + q[:, 2] ** 2)))
+    keep = (tw >= tp.min()) & (tw <= tp.max()) if len(tp) else np.zeros(len(tw), bool)
+    t = tw[keep]
+    cols = {"t": t - (t[0] if len(t) else 0.0),
+            "x": np.interp(t, tp, [m.pose.position.x for m in streams["pose"]]),
+            "z": np.interp(t, tp, [m.pose.position.z for m in streams["pose"]]),
+            "phi": np.interp(t, tp, phi)}
+    w = [m for m, k in zip(streams["wrench"], keep) if k]
+    cols.update(fx=np.array([m.wrench.force.x for m in w]), fz=np.array([m.wrench.force.z for m in w]),
+                tau=np.array([-m.wrench.torque.y for m in w]))
+    return cols
+
+
+def _check(run: Run, cutoff):
+    if len(run.t) < 20:
+        raise BadRun(f"{run.path}: too short ({len(run.t)} samples; need at least 20)")
+    if not (np.all(np.isfinite(run.t)) and np.all(np.isfinite(run.pose)) and np.all(np.isfinite(run.wrench))):
+        raise BadRun(f"{run.path}: NaN or inf in the samples")
+    dt = np.diff(run.t)
+    if np.any(dt <= 0):
+        raise BadRun(f"{run.path}: time is not strictly increasing (duplicated or backwards at sample "
+                     f"{int(np.argmax(dt <= 0)) + 1})")
+    if run.t[-1] - run.t[0] < PASS_FRACTION * run.t_total:
+        raise BadRun(f"{run.path}: too short ({run.t[-1] - run.t[0]:.3g} s of a {run.t_total:.3g} s run)")
+    if cutoff >= 0.5 / np.median(dt):
+        raise BadRun(f"{run.path}: cutoff {cutoff} Hz is above the Nyquist frequency {0.5 / np.median(dt):.3g} Hz")
+
+
+#: How far (d, φ) may be from θ_des at the pass: m, rad.
+POSE_TOLERANCE = np.array([0.005, 0.05])
+
+
+def _pass_time(run: Run):
+    """The instant the configuration passes θ_des, and how far (in seconds of travel) it stays from it.
+
+    Along the axes of (d, φ) that v_des changes, the closest sample (refined by a parabola through
+    its neighbours); a configuration v_des leaves unchanged is passed on schedule, at 0.8·t_total.
+    Either way the configuration must come within POSE_TOLERANCE of θ_des.
+    """
+    rates = np.abs(run.v_des[1:])
+    moving = rates > 0
+    if moving.any():
+        err = (run.pose[:, 1:][:, moving] - run.theta_des[moving]) / rates[moving]
+        dist = np.sqrt((err**2).sum(axis=1))
+        i = int(np.argmin(dist))
+        t_star, lag = run.t[i], float(dist[i])
+        if 0 < i < len(run.t) - 1:
+            d0, d1, d2 = dist[i - 1], dist[i], dist[i + 1]
+            if d0 - 2 * d1 + d2 > 0:
+                t_star = run.t[i] + 0.5 * (d0 - d2) / (d0 - 2 * d1 + d2) * (run.t[i + 1] - run.t[i])
+    else:
+        t_star, lag = run.t[0] + PASS_FRACTION * run.t_total, 0.0
+    at = np.array([np.interp(t_star, run.t, run.pose[:, k]) for k in (1, 2)])
+    if np.any(np.abs(at - run.theta_des) > POSE_TOLERANCE):
+        raise BadRun(f"{run.path}: never reaches θ_des = {run.theta_des.tolist()} (closest: "
+                     f"{np.round(at, 4).tolist()})")
+    return t_star, lag
+
+
+def lowpass(run: Run, cutoff: float) -> np.ndarray:
+    """The wrench samples through a zero-phase 2nd-order Butterworth low-pass filter (paper step 4)."""
+    fs = 1.0 / np.median(np.diff(run.t))
+    b, a = butter(2, cutoff / (0.5 * fs))
+    return filtfilt(b, a, run.wrench, axis=0)
+
+
+def extract(run: Run, foot: Foot, cutoff: float = DEFAULT_CUTOFF_HZ):
+    """(wrench in F_r (3,), quality dict) at the instant the run passes θ_des."""
+    _check(run, cutoff)
+    smooth = lowpass(run, cutoff)
+    residual = float(np.sqrt(np.mean((run.wrench - smooth) ** 2)))
+    t_star, lag = _pass_time(run)
+    w_s = np.array([np.interp(t_star, run.t, smooth[:, k]) for k in range(3)])
+    phi = float(np.interp(t_star, run.t, run.pose[:, 2]))
+    c, s = np.cos(phi + run.sensor_angle), np.sin(phi + run.sensor_angle)
+    force = np.array([c * w_s[0] - s * w_s[1], s * w_s[0] + c * w_s[1]])
+    cp, sp = np.cos(phi), np.sin(phi)
+    arm = run.sensor_offset  # p_sensor − p_center, foot frame
+    arm_fc = np.array([cp * arm[0] - sp * arm[1], sp * arm[0] + cp * arm[1]]) - foot.r_offset * foot_axis(phi)
+    tau = w_s[2] + float(cross2(arm_fc, force))  # about p_r
+    t0 = run.t[0]
+    quality = {"pose_error_s": lag, "filter_residual": residual, "t_pass": float(t_star - t0),
+               "t_pass_expected": PASS_FRACTION * run.t_total,
+               "flagged": bool(abs(t_star - t0 - PASS_FRACTION * run.t_total) > 0.1 * run.t_total)}
+    return np.array([force[0], force[1], tau]), quality
+
+
+def assemble(paths, out_medium=None, mapping: Mapping = Mapping.load(), cutoff=DEFAULT_CUTOFF_HZ, m: int = 26,
+             velocity_scale=None, foot: Foot = Foot(), source: str = "ft-rig", report=print, progress=False):
+    """A WrenchDataset from runs: good runs fill the grid θ_des × directions, bad ones are reported."""
+    from tqdm import tqdm
+
+    directions = sphere_directions(m)
+    paths = list(paths)
+    samples, skipped = [], []
+    for path in tqdm(paths, desc="ingest", disable=None if progress else True):
+        try:
+            run = read_run(path, mapping)
+            w, quality = extract(run, foot, cutoff)
+            samples.append((run, w, quality))
+            if quality["flagged"]:
+                report(f"warning: {path}: passes θ_des at {quality['t_pass']:.3g} s, expected "
+                       f"{quality['t_pass_expected']:.3g} s")
+        except BadRun as exc:
+            skipped.append(str(exc))
+            report(f"skipped {exc}")
+    if not samples:
+        raise GranularError(f"no good runs among the {len(paths)} given")
+    recorded = [r.velocity_scale for r, _, _ in samples if r.velocity_scale is not None]
+    if velocity_scale is not None:
+        scale = np.asarray(velocity_scale, float)
+    elif recorded:
+        scale = recorded[0]
+    else:  # the largest speed seen on each axis: right when the runs cover the whole sphere
+        scale = np.max(np.abs([r.v_des for r, _, _ in samples]), axis=0)
+    scale = np.where(scale > 0, scale, 1.0)
+    configs = np.unique(np.round([r.theta_des for r, _, _ in samples], 9), axis=0)
+    if not np.any(np.all(configs == 0, axis=1)):  # the paper's zero wrench at zero depth
+        configs = np.vstack([[[0.0, 0.0]], configs])
+    surface = np.all(configs == 0, axis=1)
+    wrenches = np.full((len(configs), m, 3), np.nan)
+    valid = np.zeros((len(configs), m), bool)
+    pose_error = np.full((len(configs), m), np.nan)
+    residual = np.full((len(configs), m), np.nan)
+    wrenches[surface], valid[surface] = 0.0, True
+    for run, w, quality in samples:
+        j = int(np.argmin(np.abs(configs - run.theta_des).sum(axis=1)))
+        u = run.v_des / scale
+        u = u / np.linalg.norm(u)
+        i = int(np.argmin(np.linalg.norm(directions - u, axis=1)))
+        if np.linalg.norm(directions[i] - u) > 1e-3:
+            skipped.append(f"{run.path}: v_des {run.v_des.tolist()} is not one of the {m} grid directions")
+            report(f"skipped {skipped[-1]}")
+            continue
+        wrenches[j, i], valid[j, i] = w, True
+        pose_error[j, i], residual[j, i] = quality["pose_error_s"], quality["filter_residual"]
+    report(f"ingested {len(paths) - len(skipped)} run(s), skipped {len(skipped)}; "
+           f"{int(valid[~surface].sum())} of {valid[~surface].size} samples below the surface valid")
+    return WrenchDataset(configs=configs, directions=directions, velocity_scale=scale, wrenches=wrenches,
+                         valid=valid, medium=out_medium or samples[0][0].medium, source=source, foot=foot,
+                         provenance={"cutoff_hz": cutoff, "pose_error_s": pose_error, "filter_residual": residual,
+                                     "skipped": json.dumps(skipped)})

@@ -1,0 +1,110 @@
+"""Resistive force theory (RFT) for a planar foot: a synthetic wrench source.
+
+Li, Zhang & Goldman, "A terradynamics of legged locomotion on granular media",
+Science 339 (2013), eqs. (1)–(2) and Table S1: a surface element at depth |z|
+moving through the medium feels the stress σ = ζ α(β, γ) |z|, and the force on
+a body is the sum over its leading surface elements.
+
+Angles of the canonical plate (``alpha``): β ∈ [−π/2, π/2] is the angle of the
+plate's line from +x, counter-clockwise; γ ∈ [−π/2, π/2] the angle of its
+velocity below the horizontal, the velocity having v_x ≥ 0 (γ = π/2: straight
+down). α_z is the upward stress; α_x is the stress opposing the motion along x
+(it acts along −x). A velocity with v_x < 0 is handled by mirroring.
+
+The foot is the planar outline of :class:`granular.foot.Foot` (a rectangle
+2R × L) extruded out of the plane by πR/2, so that the bottom plate has the
+area πR² of the real disc. Only leading elements (outward normal against the
+motion, n·v > 0) resist; elements moving exactly parallel to their surface
+count half (so a wall sliding along its own plane, which has a medium on one
+side only, gets half the stress of Li et al.'s plate, which had it on both).
+Rate-independent: the wrench depends on the twist's direction only.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from granular.foot import Foot
+from granular.frames import cross2, foot_axis, point_velocity
+
+#: Generic coefficients (Li et al. 2013, Table S1), keyed (m, n); A, B give α_z,
+#: C, D give α_x. Normalised so that α_z(0, π/2) = 1 N/cm³ when ζ = 1.
+GENERIC = {
+    "A": {(0, 0): 0.206, (1, 0): 0.169},
+    "B": {(1, 1): 0.212, (0, 1): 0.358, (-1, 1): 0.055},
+    "C": {(1, 1): -0.124, (0, 1): 0.253, (-1, 1): 0.007},
+    "D": {(1, 0): 0.088},
+}
+
+#: α is tabulated in N/cm³ (stress in N/cm² per cm of depth); this makes it N/m³.
+N_PER_CM3 = 1e6
+
+
+def alpha(beta, gamma, coeffs=GENERIC):
+    """Generic RFT stresses per unit depth (α_z, α_x) in N/cm³ for ζ = 1.
+
+    Li et al. 2013, eq. (2): α_z = Σ A_mn cos p + B_mn sin p,
+    α_x = Σ C_mn cos p + D_mn sin p, with p = 2mβ + nγ.
+    """
+    beta = np.asarray(beta, dtype=float)
+    gamma = np.asarray(gamma, dtype=float)
+
+    def series(cos_terms, sin_terms):
+        total = np.zeros(np.broadcast(beta, gamma).shape)
+        for (m, n), c in cos_terms.items():
+            total = total + c * np.cos(2 * m * beta + n * gamma)
+        for (m, n), c in sin_terms.items():
+            total = total + c * np.sin(2 * m * beta + n * gamma)
+        return total
+
+    return series(coeffs["A"], coeffs["B"]), series(coeffs["C"], coeffs["D"])
+
+
+def outline(foot: Foot, phi: float, per_edge: int = 40):
+    """Elements of the foot's outline in F_c, relative to p_center.
+
+    Returns midpoints (E, 2), unit outward normals (E, 2), unit tangents (E, 2)
+    and lengths (E,), walking the rectangle counter-clockwise.
+    """
+    side = np.array([np.cos(phi), np.sin(phi)])
+    axis = foot_axis(phi)
+    r, length = foot.radius, foot.length
+    corners = np.array([-r * side, r * side, r * side + length * axis, -r * side + length * axis])
+    ends = np.roll(corners, -1, axis=0)
+    t = (np.arange(per_edge) + 0.5) / per_edge
+    mids = np.concatenate([a + np.outer(t, b - a) for a, b in zip(corners, ends)])
+    edge = ends - corners
+    lengths = np.repeat(np.linalg.norm(edge, axis=1) / per_edge, per_edge)
+    tangents = np.repeat(edge / np.linalg.norm(edge, axis=1, keepdims=True), per_edge, axis=0)
+    normals = np.stack([tangents[:, 1], -tangents[:, 0]], axis=1)
+    return mids, normals, tangents, lengths
+
+
+def foot_wrench(foot: Foot, theta, twists, zeta: float, coeffs=GENERIC, per_edge: int = 40):
+    """Quasi-static RFT resistance wrenches (f_x, f_z, τ) in F_r, N and N·m.
+
+    ``theta`` = (d, φ); ``twists`` (k, 3) are twists of the foot in F_c (velocity
+    of p_center, tilt rate). Returns (k, 3).
+    """
+    d, phi = float(theta[0]), float(theta[1])
+    twists = np.atleast_2d(np.asarray(twists, dtype=float))
+    mids, normals, tangents, lengths = outline(foot, phi, per_edge)
+    depth = np.maximum(0.0, -(d + mids[:, 1]))
+    area = lengths * (np.pi * foot.radius / 2)
+
+    vel = point_velocity(twists[:, None, :], mids[None, :, :])  # (k, E, 2)
+    speed = np.linalg.norm(vel, axis=-1)
+    lead = np.einsum("ked,ed->ke", vel, normals)
+    parallel = np.abs(lead) <= 1e-9 * np.maximum(speed, 1e-300)
+    weight = np.where(parallel, 0.5, (lead > 0).astype(float)) * (speed > 0)
+
+    beta = np.arctan2(tangents[:, 1], tangents[:, 0])
+    beta = (beta + np.pi / 2) % np.pi - np.pi / 2  # a line's angle, in [−π/2, π/2)
+    flip = np.where(vel[..., 0] < 0, -1.0, 1.0)
+    gamma = np.arctan2(-vel[..., 1], np.abs(vel[..., 0]))
+    a_z, a_x = alpha(flip * beta, gamma, coeffs)
+
+    scale = zeta * N_PER_CM3 * depth * area * weight  # (k, E)
+    forces = np.stack([-flip * a_x, a_z], axis=-1) * scale[..., None]
+    arms = mids - foot.p_r(phi)
+    torques = cross2(arms[None, :, :], forces).sum(axis=1)
+    return np.column_stack([forces.sum(axis=1), torques])

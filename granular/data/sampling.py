@@ -1,0 +1,50 @@
+"""Sampling grids of the data-acquisition protocol (Zhu et al. 2019, §IV-A).
+
+Configurations θ = (d, φ) form a grid (Table I); velocity directions form a
+uniform grid on the unit sphere in (x, z, φ) built from spherical coordinates:
+the two poles (±z) plus ``rings`` latitude rings of 8 azimuths each, so
+m = 2 + 8·rings (m = 26 and m = 58 as in the paper).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from granular.errors import GranularError
+from granular.frames import MIRROR
+
+AZIMUTHS = 8
+
+
+def sphere_directions(m: int = 26) -> np.ndarray:
+    """(m, 3) unit directions in (x, z, φ); the poles lie along ±z."""
+    rings, rest = divmod(m - 2, AZIMUTHS)
+    if m < 2 + AZIMUTHS or rest:
+        raise GranularError(f"number of directions must be 2 + 8k (26, 34, …, 58, …), got {m}")
+    polar = np.pi * np.arange(1, rings + 1) / (rings + 1)
+    azimuth = 2 * np.pi * np.arange(AZIMUTHS) / AZIMUTHS
+    p, a = np.meshgrid(polar, azimuth, indexing="ij")
+    ring = np.stack([np.sin(p) * np.cos(a), np.cos(p), np.sin(p) * np.sin(a)], axis=-1).reshape(-1, 3)
+    dirs = np.vstack([[0.0, 1.0, 0.0], ring, [0.0, -1.0, 0.0]])
+    dirs[np.abs(dirs) < 1e-15] = 0.0
+    return dirs
+
+
+def mirror_permutation(directions: np.ndarray, atol: float = 1e-6) -> np.ndarray:
+    """Index ``p`` with directions[p[i]] the mirror image (−x, z, −φ) of directions[i].
+
+    Raises if the direction set is not closed under the mirror map, which the
+    symmetry of the learned model needs.
+    """
+    mirrored = directions * MIRROR
+    dist = np.linalg.norm(mirrored[:, None, :] - directions[None, :, :], axis=-1)
+    perm = np.argmin(dist, axis=1)
+    if np.any(dist[np.arange(len(perm)), perm] > atol):
+        raise GranularError("velocity directions are not mirror-symmetric in (x, φ); "
+                            "the wrench-space model needs every direction's mirror image (−x, z, −φ)")
+    return perm
+
+
+def config_grid(depths, tilts) -> np.ndarray:
+    """(n, 2) configurations [d, φ], depth-major."""
+    d, phi = np.meshgrid(np.asarray(depths, float), np.asarray(tilts, float), indexing="ij")
+    return np.stack([d.ravel(), phi.ravel()], axis=-1)

@@ -1,0 +1,56 @@
+"""Synthetic wrench datasets from analytic models, sampled as the paper samples (§IV-A).
+
+For each configuration θ on the grid and each of the m velocity directions,
+the resistance wrench of the chosen model is recorded. At zero depth the
+wrench is zero (the paper runs no experiment there). Configurations with
+φ < 0 are computed from their mirror image (d, −φ) with f_x and τ negated.
+"""
+from __future__ import annotations
+
+import numpy as np
+from tqdm import tqdm
+
+from granular.data import rft
+
+from granular.data import terramechanics
+from granular.data.dataset import WrenchDataset
+from granular.errors import GranularError
+from granular.foot import Foot
+from granular.frames import MIRROR
+from granular.data.media import SOIL_GRID, medium
+from granular.data.sampling import config_grid, sphere_directions
+
+
+def synthesize(source: str, name: str, depths=None, tilts=None, m: int = 26,
+               foot: Foot = Foot(), progress: bool = False) -> WrenchDataset:
+    """A dataset for ``source`` ('rft' with a medium name, 'terramechanics' with a soil name)."""
+    if source == "rft":
+        preset = medium(name)
+
+        def model(theta, twists):
+            return rft.foot_wrench(foot, theta, twists, preset.zeta)
+
+        provenance = {"model": "resistive force theory, Li et al. 2013 generic coefficients", "zeta": preset.zeta}
+    elif source == "terramechanics":
+        ground = terramechanics.soil(name)
+        preset = SOIL_GRID
+
+        def model(theta, twists):
+            return terramechanics.foot_wrench(foot, theta, twists, ground)
+
+        provenance = {"model": "Bekker sinkage + Janosi-Hanamoto shear, Ding et al. 2013 eqs. 13-19",
+                      **{f"soil_{k}": float(v) for k, v in vars(ground).items()}}
+    else:
+        raise GranularError(f"unknown synthetic source {source!r}; choose 'rft' or 'terramechanics'")
+
+    configs = config_grid(preset.depths if depths is None else depths, preset.tilts if tilts is None else tilts)
+    directions = sphere_directions(m)
+    scale = np.asarray(preset.velocity_scale, dtype=float)
+    wrenches = np.zeros((len(configs), m, 3))
+    for j, (d, phi) in enumerate(tqdm(configs, desc=f"synth {source}:{name}", disable=None if progress else True)):
+        if d >= 0:
+            continue
+        sign = MIRROR if phi < 0 else np.ones(3)
+        wrenches[j] = model((d, abs(phi)), directions * sign * scale) * sign
+    return WrenchDataset(configs=configs, directions=directions, velocity_scale=scale, wrenches=wrenches,
+                         medium=name, source=source, foot=foot, provenance=provenance)

@@ -1,0 +1,119 @@
+"""Training jobs: fit a wrench-space model, cross-validate, and measure its representations.
+
+A job is a TOML file (see training/*.toml); paths in it are relative to the
+file. Cross-validation follows the paper (§III-B3): K folds over the
+configurations below the surface (zero-depth configurations are not
+experiments and always stay in training), the relative RMS error of the
+held-out extreme wrenches per regressor.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from granular.data import dataset as wd
+from granular.learning import model as wm
+from granular.wrench import polytopes as wrenchspace
+from granular.errors import GranularError, GranularWarning
+from granular.io.files import read_toml
+from granular.learning.regressors import REGRESSORS
+
+
+def cross_validate(ds: wd.WrenchDataset, names=tuple(REGRESSORS), folds: int = 5, seed: int = 0,
+                   progress: bool = False) -> dict:
+    """K-fold CV over configurations: {regressor: {rel_rmse, rel_rmse_fx, rel_rmse_fz, rel_rmse_tau}}.
+
+    Errors are ‖predicted − measured‖ / ‖measured‖ over every held-out valid
+    sample, per axis and overall; overall, force and torque are first divided
+    by the model's per-axis scale so that N and N·m weigh alike.
+    """
+    below = np.flatnonzero(ds.configs[:, 0] < 0)
+    if folds < 2 or folds > len(below):
+        raise GranularError(f"--cv {folds}: need 2 ≤ K ≤ {len(below)} (configurations below the surface)")
+    order = np.random.default_rng(seed).permutation(below)
+    splits = np.array_split(order, folds)
+    scale = wm.fit(ds).scale
+    results = {}
+    bar = tqdm(total=len(names) * folds, desc="cross-validation", disable=None if progress else True)
+    for name in names:
+        err = np.zeros(3)
+        ref = np.zeros(3)
+        for test in splits:
+            train = np.setdiff1d(np.arange(ds.n), test)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", GranularWarning)
+                pred = wm.fit(ds.subset(train), name).points(ds.configs[test])
+            ok = ds.valid[test]
+            err += (((pred - ds.wrenches[test]) / scale) ** 2)[ok].sum(axis=0)
+            ref += ((ds.wrenches[test] / scale) ** 2)[ok].sum(axis=0)
+            bar.update()
+        per_axis = np.sqrt(err / np.maximum(ref, 1e-300))
+        results[name] = {"rel_rmse": float(np.sqrt(err.sum() / ref.sum())),
+                         **{f"rel_rmse_{a}": float(v) for a, v in zip(("fx", "fz", "tau"), per_axis)}}
+    bar.close()
+    return results
+
+
+#: Zhu et al. 2019, Table II: (average, worst) concavity of the measured wrench spaces.
+PAPER_CONCAVITY = {"beads": (0.0174, 0.1207), "pebbles": (0.0013, 0.0155), "sand": (0.0, 0.0)}
+
+
+def concavity_table(ds: wd.WrenchDataset) -> dict:
+    """Concavity (paper §IV-B, Table II) per configuration below the surface: average and worst."""
+    values = [wrenchspace.concavity(ds.wrenches[j][ds.valid[j]])
+              for j in range(ds.n) if ds.configs[j, 0] < 0 and ds.valid[j].sum() >= 4]
+    table = {"average": float(np.mean(values)) if values else 0.0,
+             "worst": float(np.max(values)) if values else 0.0,
+             "per_config": values}
+    if ds.medium in PAPER_CONCAVITY:
+        table["paper"] = dict(zip(("average", "worst"), PAPER_CONCAVITY[ds.medium]))
+    return table
+
+
+def fixed_normal_errors(model: wm.WrenchSpaceModel, Ks=(16, 32, 64), samples: int = 40, seed: int = 0) -> dict:
+    """Outer-approximation error of the fixed-normal representation against the exact hull.
+
+    For each K and kind ('fitted', 'sphere'): largest and mean relative
+    distance over ``samples`` random configurations in the data's range
+    (mostly between the training configurations, where the normals were not fitted).
+    """
+    rng = np.random.default_rng(seed)
+    thetas = np.column_stack([rng.uniform(model.d_min, 0.1 * model.d_min, samples),
+                              rng.uniform(-model.phi_max, model.phi_max, samples)])
+    pts = model.points(thetas)
+    out = {}
+    for K in Ks:
+        for kind in ("fitted", "sphere"):
+            A = model.fixed_normals(K, kind)
+            errs = [wrenchspace.outer_error(p, model.scale, A) for p in pts]
+            out.setdefault(str(K), {})[kind] = {"max_rel_distance": float(np.max(errs)),
+                                                "mean_rel_distance": float(np.mean(errs))}
+    return out
+
+
+@dataclass
+class Job:
+    """A training job: which data, which regressor, where the model and figures go."""
+
+    dataset: Path
+    out: Path
+    regressor: str = "rbf"
+    cv: int = 0
+    figures: Path | None = None
+    fixed_normals: list = field(default_factory=lambda: [16, 32, 64])
+    plot_thetas: list = field(default_factory=list)
+
+
+def load_job(path) -> Job:
+    path = Path(path)
+    spec = read_toml(path, "training job", known=Job.__dataclass_fields__, required=("dataset", "out"))
+    for key in ("dataset", "out", "figures"):
+        if key in spec:
+            spec[key] = (path.parent / spec[key]).resolve()
+    if spec.get("regressor", "rbf") not in REGRESSORS:
+        raise GranularError(f"{path}: regressor must be one of {', '.join(REGRESSORS)}")
+    return Job(**spec)

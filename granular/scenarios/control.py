@@ -1,0 +1,181 @@
+"""Controllers: generalized forces from the state, with their own small state.
+
+A controller is ``u, memory = control(t, q, v, memory)``; ``memory`` is
+whatever it carries between steps (an integral, a gait phase), starting from
+``initial_memory()``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from granular.errors import GranularError
+
+
+@dataclass(frozen=True)
+class Path:
+    """A reference for (x, z, angle) of a body frame: a straight line or a circular arc.
+
+    'line': from ``start`` (x, z) at ``velocity`` (v_x, v_z) for ``duration``.
+    'arc': around ``center`` with ``radius`` from angle ``from_angle`` to ``to_angle``
+    (rad, counter-clockwise) in ``duration``. Afterwards the reference holds its
+    end point; the body angle reference is ``angle`` throughout.
+    """
+
+    kind: str
+    duration: float
+    start: tuple = (0.0, 0.0)
+    velocity: tuple = (0.0, 0.0)
+    center: tuple = (0.0, 0.0)
+    radius: float = 0.0
+    from_angle: float = 0.0
+    to_angle: float = 0.0
+    angle: float = 0.0
+
+    def __post_init__(self):
+        if self.kind not in ("line", "arc"):
+            raise GranularError(f"path kind must be 'line' or 'arc', got {self.kind!r}")
+        if not self.duration > 0:
+            raise GranularError(f"path duration must be positive, got {self.duration!r}")
+
+    def __call__(self, t):
+        """Reference position (3,) and velocity (3,) at time t."""
+        tau = min(max(t, 0.0), self.duration)
+        moving = float(0.0 <= t <= self.duration)
+        if self.kind == "line":
+            vel = np.array([*self.velocity, 0.0])
+            return np.array([*self.start, self.angle]) + tau * vel, vel * moving
+        rate = (self.to_angle - self.from_angle) / self.duration
+        a = self.from_angle + rate * tau
+        c, s = np.cos(a), np.sin(a)
+        pos = np.array([self.center[0] + self.radius * c, self.center[1] + self.radius * s, self.angle])
+        return pos, np.array([-self.radius * s * rate, self.radius * c * rate, 0.0]) * moving
+
+
+@dataclass(frozen=True)
+class PIDTracker:
+    """PID on a free body's (x, z, angle) towards a path (Zhu et al. 2019, §IV-C1), plus an
+    optional feed-forward of the body's weight; its memory is the error integral."""
+
+    path: Path
+    dt: float
+    kp: tuple = (8000.0, 20000.0, 300.0)
+    ki: tuple = (4000.0, 6000.0, 1000.0)
+    kd: tuple = (200.0, 400.0, 10.0)
+    weight: float = 0.0  # N, added upwards on z
+    ndof: int = 3
+
+    def initial_memory(self):
+        return np.zeros(3)
+
+    def __call__(self, t, q, v, integral):
+        ref, ref_v = self.path(t)
+        err = ref - q[:3]
+        u = np.zeros(self.ndof)
+        u[:3] = np.multiply(self.kp, err) + np.multiply(self.ki, integral) + np.multiply(self.kd, ref_v - v[:3])
+        u[1] += self.weight
+        return u, integral + self.dt * err
+
+
+class Passive:
+    """No actuation."""
+
+    def __init__(self, ndof: int):
+        self.ndof = ndof
+
+    def initial_memory(self):
+        return None
+
+    def __call__(self, t, q, v, memory):
+        return np.zeros(self.ndof), memory
+
+
+@dataclass(frozen=True)
+class JointPD:
+    """Joint position control: PD towards ``targets(t)`` (joint angles), torques clipped to the
+    robot's limits and targets to its joint ranges. Output: generalized forces on the joints."""
+
+    robot: object                 # a robots.Quadruped
+    targets: object               # (t, torso pitch) -> joint angles (n − 3,)
+
+    def initial_memory(self):
+        return None
+
+    def __call__(self, t, q, v, memory):
+        r = self.robot
+        goal = np.clip(self.targets(t, q[2]), r.lower[3:], r.upper[3:])
+        u = np.zeros(len(q))
+        u[3:] = np.clip(r.kp[3:] * (goal - q[3:]) - r.kd[3:] * v[3:], -r.max_torque[3:], r.max_torque[3:])
+        return u, memory
+
+
+@dataclass(frozen=True)
+class Keyframes:
+    """Ankle targets relative to the hips, {limb: (x, z)} at given times, linearly interpolated."""
+
+    robot: object
+    times: tuple
+    legs: tuple                   # one {limb: (x, z)} per time
+
+    def __post_init__(self):
+        if len(self.times) != len(self.legs) or not len(self.times) or np.any(np.diff(self.times) <= 0):
+            raise GranularError("keyframes need increasing times and one pose per time")
+        if any(set(frame) != set(self.legs[0]) for frame in self.legs):
+            raise GranularError("every keyframe must give the same limbs")
+        limbs = list(self.legs[0])
+        object.__setattr__(self, "_limbs", limbs)
+        object.__setattr__(self, "_xz", np.array([[frame[limb] for limb in limbs] for frame in self.legs]))
+
+    def __call__(self, t, pitch=0.0):
+        xz = self._xz  # (frames, limbs, 2)
+        at = [(np.interp(t, self.times, xz[:, j, 0]), np.interp(t, self.times, xz[:, j, 1]))
+              for j in range(len(self._limbs))]
+        return self.robot.pose(dict(zip(self._limbs, at)), pitch)
+
+
+@dataclass(frozen=True)
+class Hold:
+    """Constant joint targets: the legs' pose for ankle targets {limb: (x, z)} in the torso frame
+    (no levelling), i.e. joints locked by position control."""
+
+    robot: object
+    legs: dict
+
+    def __call__(self, t, pitch=0.0):
+        return self.robot.pose(self.legs, 0.0)
+
+
+@dataclass(frozen=True)
+class Trot:
+    """A trot: diagonal pairs (front_1 + rear_2, front_2 + rear_1) swing in turn.
+
+    Each ankle follows, relative to its hip, a stance stroke from +step/2 to
+    −step/2 at height ``z`` (pushing the body forward) and a swing back to
+    +step/2 lifted by ``lift``; ``start`` seconds of standing come first.
+    """
+
+    robot: object
+    period: float = 0.8
+    step: float = 0.12
+    lift: float = 0.08
+    z: float = -0.62
+    start: float = 0.5
+    PAIRS = {"front_1": 0.0, "rear_2": 0.0, "front_2": 0.5, "rear_1": 0.5}
+
+    def legs(self, t):
+        if t < self.start:
+            return {limb: (0.0, self.z) for limb in self.PAIRS}
+        out = {}
+        for limb, shift in self.PAIRS.items():
+            phase = ((t - self.start) / self.period + shift) % 1.0
+            if phase < 0.5:  # swing: lifted, moving forward
+                s = phase / 0.5
+                out[limb] = (self.step * (s - 0.5), self.z + self.lift * np.sin(np.pi * s))
+            else:            # stance: on the ground, moving back
+                s = (phase - 0.5) / 0.5
+                out[limb] = (self.step * (0.5 - s), self.z)
+        return out
+
+    def __call__(self, t, pitch=0.0):
+        return self.robot.pose(self.legs(t), pitch)

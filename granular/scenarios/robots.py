@@ -1,0 +1,129 @@
+"""Robot specifications (TOML under sim/robots/) turned into multibody models.
+
+A quadruped spec gives the torso, the thigh, shank and foot of a limb, and
+per-joint PD gains, torque and angle limits (see sim/robots/robosimian.toml).
+Each link frame has its origin at its proximal joint and the link hanging
+along its −z axis at zero angle; the foot's p_center is ``foot.length`` below
+its ankle, its axis pointing up to the ankle.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from granular.contact.detection import FootContact
+from granular.errors import GranularError
+from granular.io.files import read_toml
+from granular.foot import Foot
+from granular.dynamics.multibody import Body, MultiBody
+
+LIMBS = (("front_1", 1.0), ("front_2", 1.0), ("rear_1", -1.0), ("rear_2", -1.0))
+LIMB_INDEX = {limb: i for i, (limb, _) in enumerate(LIMBS)}
+SIDES = np.array([side for _, side in LIMBS])
+JOINTS = ("hip", "knee", "ankle")
+
+
+@dataclass(frozen=True)
+class Quadruped:
+    """A planar quadruped: its multibody, its feet, and per-joint control limits."""
+
+    multibody: MultiBody
+    contacts: tuple
+    thigh: float                 # link lengths (m)
+    shank: float
+    hip_x: float
+    hip_z: float
+    kp: np.ndarray               # per generalized dof (0 on the base)
+    kd: np.ndarray
+    max_torque: np.ndarray
+    lower: np.ndarray            # joint angle limits per dof (−inf/inf on the base)
+    upper: np.ndarray
+    dofs: np.ndarray             # (4, 3): the hip, knee and ankle coordinates of each limb
+
+    def joint(self, limb: str, joint: str) -> int:
+        """The generalized coordinate of a joint, e.g. ('front_1', 'knee')."""
+        body = {"hip": "thigh", "knee": "shank", "ankle": "foot"}[joint]
+        return 2 + self.multibody.index(f"{limb}_{body}")
+
+    def leg_angles(self, limbs, x, z, pitch: float = 0.0):
+        """Hip, knee and ankle angles (k, 3) putting the ankles of ``limbs`` at (x, z) from their hips
+        in the torso frame, feet vertical in the world for torso ``pitch``. Knees point outwards
+        (front limbs' forward, rear limbs' backward), which keeps the centre of mass between the hips."""
+        L1, L2 = self.thigh, self.shank
+        cos_knee = np.clip((x * x + z * z - L1 * L1 - L2 * L2) / (2 * L1 * L2), -1.0, 1.0)
+        knee = -SIDES[limbs] * np.arccos(cos_knee)
+        hip = np.arctan2(x, -z) - np.arctan2(L2 * np.sin(knee), L1 + L2 * np.cos(knee))
+        return np.column_stack([hip, knee, -(hip + knee) - pitch])
+
+    def pose(self, legs: dict, pitch: float = 0.0) -> np.ndarray:
+        """Joint part of q for ankle targets {limb: (x, z)} relative to the hips in world-aligned axes,
+        with the torso at ``pitch``: each leg is lengthened or shortened by the height its hip is
+        off level (front legs shorter when the nose is up), which levels the torso."""
+        limbs = np.array([LIMB_INDEX[limb] for limb in legs])
+        xz = np.array(list(legs.values()), dtype=float).reshape(-1, 2)
+        c, s = np.cos(pitch), np.sin(pitch)
+        x, z = xz[:, 0], xz[:, 1] + SIDES[limbs] * self.hip_x * s
+        q = np.zeros(self.multibody.ndof - 3)
+        q[self.dofs[limbs] - 3] = self.leg_angles(limbs, c * x + s * z, -s * x + c * z, pitch)
+        return q
+
+
+def _value(table, key, where, positive=True):
+    if key not in table:
+        raise GranularError(f"{where}: missing {key!r}")
+    value = table[key]
+    if not isinstance(value, (int, float)) or not np.isfinite(value) or (positive and value <= 0):
+        raise GranularError(f"{where}: {key} must be a {'positive ' if positive else ''}number, got {value!r}")
+    return float(value)
+
+
+def load_quadruped(path, foot: Foot) -> Quadruped:
+    """Build the quadruped of a spec file; ``foot`` is the geometry the medium model was learned for."""
+    path = Path(path)
+    spec = read_toml(path, "robot spec")
+    where = f"robot spec {path}"
+    for section in ("torso", "thigh", "shank", "foot", "joints"):
+        if section not in spec:
+            raise GranularError(f"{where}: missing section [{section}]")
+    t, th, sh, ft = spec["torso"], spec["thigh"], spec["shank"], spec["foot"]
+    L1, L2 = _value(th, "length", f"{where} [thigh]"), _value(sh, "length", f"{where} [shank]")
+    m1, m2 = _value(th, "mass", f"{where} [thigh]"), _value(sh, "mass", f"{where} [shank]")
+    mf, If = _value(ft, "mass", f"{where} [foot]"), _value(ft, "inertia", f"{where} [foot]")
+    hip_x = _value(t, "hip_x", f"{where} [torso]")
+    hip_z = _value(t, "hip_z", f"{where} [torso]", positive=False)
+    bodies = [Body("torso", _value(t, "mass", f"{where} [torso]"), _value(t, "inertia", f"{where} [torso]"))]
+    for limb, side in LIMBS:
+        bodies += [Body(f"{limb}_thigh", m1, m1 * L1**2 / 12, com=(0.0, -L1 / 2), parent="torso",
+                        joint=(side * hip_x, hip_z)),
+                   Body(f"{limb}_shank", m2, m2 * L2**2 / 12, com=(0.0, -L2 / 2), parent=f"{limb}_thigh",
+                        joint=(0.0, -L1)),
+                   Body(f"{limb}_foot", mf, If, com=(0.0, -foot.length / 2), parent=f"{limb}_shank",
+                        joint=(0.0, -L2))]
+    mb = MultiBody(tuple(bodies))
+    factor = float(spec.get("grains", {}).get("factor", 2.0))
+    contacts = tuple(FootContact(limb, mb.index(f"{limb}_foot"), p_center=(0.0, -foot.length), axis=(0.0, 1.0),
+                                 foot=foot, grain_mass=(factor * mf, factor * mf, factor * If))
+                     for limb, _ in LIMBS)
+    n = mb.ndof
+    gains = {k: np.zeros(n) for k in ("kp", "kd", "max_torque")}
+    lower, upper = np.full(n, -np.inf), np.full(n, np.inf)
+    dofs = np.array([[2 + mb.index(f"{limb}_{body}") for body in ("thigh", "shank", "foot")] for limb, _ in LIMBS])
+    robot = Quadruped(mb, contacts, L1, L2, hip_x, hip_z, gains["kp"], gains["kd"], gains["max_torque"], lower, upper,
+                      dofs)
+    for joint in JOINTS:
+        if joint not in spec["joints"]:
+            raise GranularError(f"{where}: [joints] has no entry for joint {joint!r}")
+        j = spec["joints"][joint]
+        jw = f"{where} [joints.{joint}]"
+        lo, hi = j.get("limits", [-np.pi, np.pi])
+        if not lo < hi:
+            raise GranularError(f"{jw}: limits must be [lower, upper] with lower < upper")
+        for limb, _ in LIMBS:
+            i = robot.joint(limb, joint)
+            gains["kp"][i] = _value(j, "kp", jw)
+            gains["kd"][i] = _value(j, "kd", jw)
+            gains["max_torque"][i] = _value(j, "max_torque", jw)
+            lower[i], upper[i] = lo, hi
+    return robot

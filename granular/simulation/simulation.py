@@ -1,0 +1,128 @@
+"""The one simulation loop: a :class:`Simulation` steps an immutable SimModel.
+
+``Simulation`` is the mutable half (as MuJoCo pairs MjData with MjModel): the state, the
+controller's memory, the solver's warm-start workspace and the step count. ``advance(n)`` steps
+it; ``rollout(steps, callbacks)`` steps it and calls each callback after every step, which is how
+recording (:class:`Recorder`), timing (:class:`StepTimer`), drawing and validation attach to it.
+Every command that simulates (sim, view, bench, validate) steps through this loop.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from granular.simulation.step import SimModel, State, StepInfo, step
+
+
+@dataclass
+class Simulation:
+    """A running simulation of ``model``: ``controller(t, q, v, memory) -> (u, memory)``."""
+
+    model: SimModel
+    state: State
+    controller: object
+    solver: object
+    memory: object = None
+    steps: int = 0
+    info: StepInfo | None = None
+
+    def __post_init__(self):
+        if self.memory is None:
+            self.memory = self.controller.initial_memory()
+
+    def advance(self, n: int = 1) -> StepInfo | None:
+        """Step ``n`` times; the last step's contact information."""
+        for _ in range(n):
+            u, self.memory = self.controller(self.state.t, self.state.q, self.state.v, self.memory)
+            self.state, self.info = step(self.model, self.state, u, self.solver, self.steps)
+            self.steps += 1
+        return self.info
+
+    def rollout(self, steps: int, callbacks=(), progress: str | None = None):
+        """Step ``steps`` times, calling ``callback(self)`` after each step; with ``progress``
+        (a label), a progress bar on a terminal."""
+        bar = None
+        if progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=steps, desc=progress, disable=None, mininterval=0.5)
+        for i in range(steps):
+            self.advance(1)
+            for callback in callbacks:
+                callback(self)
+            if bar is not None and i % 100 == 99:
+                bar.update(100)
+        if bar is not None:
+            bar.update(steps - bar.n)
+            bar.close()
+        return self
+
+
+@dataclass
+class Run:
+    """A recorded run: time (S+1,), q and v (S+1, n), energy (S+1,); per step and foot:
+    theta (S, N, 2), active, wrench (S, N, 3) in F_r, slipping, p_center (S, N, 2)."""
+
+    name: str
+    medium: str
+    model: SimModel
+    t: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    energy: np.ndarray
+    theta: np.ndarray
+    active: np.ndarray
+    wrench: np.ndarray
+    slipping: np.ndarray
+    p_center: np.ndarray
+    wall_time_s: float = 0.0
+    meta: dict = field(default_factory=dict)
+
+
+class Recorder:
+    """A rollout callback that fills a :class:`Run` of ``steps`` steps (arrays allocated once)."""
+
+    def __init__(self, sim: Simulation, steps: int, name: str, medium: str):
+        mb, N = sim.model.multibody, len(sim.model.contacts)
+        self.run = Run(name, medium, sim.model,
+                       t=np.zeros(steps + 1), q=np.zeros((steps + 1, mb.ndof)), v=np.zeros((steps + 1, mb.ndof)),
+                       energy=np.zeros(steps + 1), theta=np.zeros((steps, N, 2)), active=np.zeros((steps, N), bool),
+                       wrench=np.zeros((steps, N, 3)), slipping=np.zeros((steps, N), bool),
+                       p_center=np.zeros((steps, N, 2)),
+                       meta={"solver": sim.solver.name, "representation": sim.model.representation,
+                             "dt": sim.model.dt})
+        self._row(0, sim.state)
+        self.first = sim.steps
+        self._start = time.perf_counter()
+
+    def _row(self, i, state):
+        r = self.run
+        r.t[i], r.q[i], r.v[i] = state.t, state.q, state.v
+        r.energy[i] = r.model.multibody.energy(state.q, state.v)
+
+    def __call__(self, sim: Simulation):
+        i = sim.steps - self.first
+        self._row(i, sim.state)
+        r, info = self.run, sim.info
+        r.theta[i - 1], r.active[i - 1], r.wrench[i - 1] = info.theta, info.active, info.wrench
+        r.slipping[i - 1], r.p_center[i - 1] = info.slipping, info.p_center
+        r.wall_time_s = time.perf_counter() - self._start
+
+
+class StepTimer:
+    """A rollout callback that records the wall time of each step (controller + step), in s."""
+
+    def __init__(self, steps: int, warmup: int = 0):
+        self.times = np.empty(steps)
+        self.warmup, self.count = warmup, 0
+        self._last = time.perf_counter()
+
+    def __call__(self, sim: Simulation):
+        now = time.perf_counter()
+        i = self.count - self.warmup
+        if 0 <= i < len(self.times):
+            self.times[i] = now - self._last
+        self.count += 1
+        self._last = time.perf_counter()

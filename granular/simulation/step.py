@@ -1,0 +1,122 @@
+"""Stepping the simulation: an immutable model, a small state, a step function.
+
+``step(model, state, u, solver)`` detects contacts, predicts each foot's
+W(θ), solves the maximum-dissipation QP (:mod:`granular.contact.qp`) and
+integrates semi-implicitly: v⁺ from the QP, q⁺ = q + h v⁺. ``u`` is a
+generalized force (controllers compute it). The solver object carries only a
+warm-start workspace.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from granular.contact.detection import ContactFrames, Feet, detect
+from granular.contact.qp import ContactQP, SolverError, stack_blocks
+from granular.errors import GranularError
+from granular.learning.model import WrenchSpaceModel
+from granular.dynamics.multibody import MultiBody
+from granular.dynamics.terrain import Terrain
+
+REPRESENTATIONS = ("exact", "fixed")
+
+
+@dataclass(frozen=True)
+class SimModel:
+    """Everything that does not change during a run."""
+
+    multibody: MultiBody
+    contacts: tuple
+    terrain: Terrain
+    wrenches: WrenchSpaceModel
+    dt: float = 1e-3
+    representation: str = "fixed"
+    normals: int = 32
+    A_fixed: np.ndarray | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        if not (np.isfinite(self.dt) and 0 < self.dt <= 0.05):
+            raise GranularError(f"time step dt must be in (0, 0.05] s, got {self.dt!r}")
+        if self.representation not in REPRESENTATIONS:
+            raise GranularError(f"unknown polytope representation {self.representation!r}; "
+                                f"choose {' or '.join(REPRESENTATIONS)}")
+        if self.representation == "fixed" and self.A_fixed is None:
+            object.__setattr__(self, "A_fixed", self.wrenches.fixed_normals(self.normals))
+        object.__setattr__(self, "feet", Feet(tuple(self.contacts)))
+        object.__setattr__(self, "_stacked", {})  # fixed representation: block-diagonal A per foot count
+
+
+@dataclass
+class State:
+    t: float
+    q: np.ndarray
+    v: np.ndarray
+
+
+@dataclass
+class StepInfo:
+    """Per foot: θ, in contact, wrench (f_x, f_z, τ) in F_r (N, N·m), slipping (on ∂W), p_center."""
+
+    theta: np.ndarray
+    active: np.ndarray
+    wrench: np.ndarray
+    slipping: np.ndarray
+    p_center: np.ndarray
+
+
+def wrench_spaces(model: SimModel, theta):
+    """Stacked constraints (A, b, rows) of W for feet at configurations ``theta`` (k, 2):
+    A w ≤ b on the feet's stacked wrenches, in the model's representation."""
+    if model.representation == "exact":
+        spaces = model.wrenches.halfspaces(theta)
+        return stack_blocks([A for A, _ in spaces], [b for _, b in spaces])
+    k = len(theta)
+    if k not in model._stacked:
+        model._stacked[k] = stack_blocks([model.A_fixed] * k, [np.zeros(len(model.A_fixed))] * k)
+    A, _, rows = model._stacked[k]
+    return A, model.wrenches.offsets(model.A_fixed, theta).ravel(), rows
+
+
+def step(model: SimModel, state: State, u, solver, index: int = 0):
+    """One step of length model.dt; returns the next state and what the contacts did."""
+    mb, h = model.multibody, model.dt
+    body_frames = mb.frames(state.q)
+    frames = detect(mb, model.feet, model.terrain, body_frames)
+    M, k = mb.dynamics(state.q, state.v, body_frames)
+    on = np.flatnonzero(frames.active)
+    every = len(on) == len(model.contacts)  # the common case: no copies to select feet
+    wrench = np.zeros((len(model.contacts), 3))
+    slipping = np.zeros(len(model.contacts), dtype=bool)
+    A, b, rows = wrench_spaces(model, frames.theta if every else frames.theta[on])
+    qp = ContactQP(M=M, v=state.v, impulse=h * (k + u),
+                   Jt=(frames.Jt if every else frames.Jt[on]).reshape(-1, mb.ndof),
+                   Jp=(frames.Jp if every else frames.Jp[on]).reshape(-1, mb.ndof),
+                   Mg=model.feet.grain_mass.ravel() if every else model.feet.grain_mass[on].ravel(),
+                   A=A, ub=h * b, rows=rows)
+    if len(on):
+        c = _solve(solver, qp, model, frames, on, state, index)
+        wrench[on] = c.reshape(-1, 3) / h
+        slipping[on] = qp.slack_max(c) >= -1e-6 * max(qp.ub.max(), 1e-12)
+        v_next = qp.velocity(c)
+    else:
+        v_next = qp.v_free
+    info = StepInfo(frames.theta, frames.active, wrench, slipping, frames.p_center)
+    return State(state.t + h, state.q + h * v_next, v_next), info
+
+
+def _solve(solver, qp, model, frames: ContactFrames, on, state, index):
+    def where():
+        feet = ", ".join(f"{model.contacts[i].name} (d={frames.theta[i, 0]:+.4f} m, φ={frames.theta[i, 1]:+.3f})"
+                         for i in on)
+        return f"step {index} (t = {state.t:.4f} s), contacts {feet}"
+
+    try:
+        c = solver.solve(qp)
+    except SolverError as exc:
+        raise SolverError(f"contact QP failed at {where()}: {exc}") from None
+    if c is None or not np.all(np.isfinite(c)):
+        raise SolverError(f"contact QP returned no finite solution at {where()} ({solver.name})")
+    return c
+
+
