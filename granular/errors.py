@@ -1,4 +1,4 @@
-"""User-facing errors and warnings.
+"""User-facing errors (warnings and notes go through :mod:`logging`).
 
 A :class:`GranularError` carries a message meant for the user (what was wrong
 and where); the CLI prints it without a traceback.
@@ -7,7 +7,3 @@ and where); the CLI prints it without a traceback.
 
 class GranularError(Exception):
     """Bad input or a failed step, with a message that says what and where."""
-
-
-class GranularWarning(UserWarning):
-    """Something the user should know, e.g. a configuration clamped to the data."""

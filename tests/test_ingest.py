@@ -1,6 +1,7 @@
 """Ingestion of acquisition runs: synthetic runs with known ground truth, noise and a sensor offset."""
 import csv
 import json
+import logging
 
 import h5py
 import numpy as np
@@ -105,7 +106,7 @@ BAD = {
 }
 
 
-def test_bad_runs_are_reported_and_skipped_and_good_ones_ingested(tmp_path):
+def test_bad_runs_are_reported_and_skipped_and_good_ones_ingested(tmp_path, caplog):
     good, truths = [], {}
     for n, k in enumerate([25, 5, 13]):
         path, w = make_run(tmp_path, f"good{n}", (-0.03, 0.3), DIRS[k], seed=n)
@@ -114,8 +115,9 @@ def test_bad_runs_are_reported_and_skipped_and_good_ones_ingested(tmp_path):
     bad = [make_run(tmp_path, f"bad_{name.replace(' ', '_')}", (-0.03, 0.3), DIRS[9], **kw)[0]
            for name, (kw, _) in BAD.items()]
     (tmp_path / "orphan.csv").write_text("t,x\n0,0\n")
-    messages = []
-    ds = ingest.assemble(good + bad + [tmp_path / "orphan.csv"], report=messages.append)
+    with caplog.at_level(logging.INFO, logger="granular"):
+        ds = ingest.assemble(good + bad + [tmp_path / "orphan.csv"])
+    messages = [r.getMessage() for r in caplog.records]
     text = "\n".join(messages)
     for name, (_, reason) in BAD.items():
         assert f"bad_{name.replace(' ', '_')}" in text and reason in text, (name, text)

@@ -1,4 +1,4 @@
-import warnings
+import logging
 from dataclasses import replace
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 
 from granular.learning import model as wm
 from granular.wrench import polytopes as ws
-from granular.errors import GranularError, GranularWarning
+from granular.errors import GranularError
 from granular.frames import MIRROR
 
 
@@ -120,6 +120,40 @@ def test_model_file_round_trip(sand, tmp_path, regressor):
     assert back.info == {"note": "x"} and back.regressor == regressor
 
 
+def test_rbf_model_file_loads_its_coefficients_without_refitting(sand_model, tmp_path, monkeypatch):
+    from granular.learning import regressors
+
+    wm.save(sand_model, tmp_path / "m.h5")
+    monkeypatch.setattr(regressors.RBF, "fit", lambda *a: pytest.fail("loading an RBF model refitted it"))
+    back = wm.load(tmp_path / "m.h5")
+    np.testing.assert_array_equal(back.points([[-0.03, 0.4]]), sand_model.points([[-0.03, 0.4]]))
+
+
+@pytest.mark.parametrize("name", ["rbf", "gp", "svr"])
+def test_regressors_follow_the_scikit_learn_estimator_contract(name, rng):
+    from sklearn.base import clone
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
+
+    from granular.learning import regressors
+
+    reg = regressors.make(name)
+    with pytest.raises(NotFittedError):
+        check_is_fitted(reg)  # nothing is learnt in the constructor
+    params = reg.get_params()
+    X, Y = rng.uniform(-1, 1, (20, 2)), rng.normal(size=(20, 3))
+    fitted = reg.fit(X, Y)
+    assert fitted is reg and reg.get_params().keys() == params.keys()
+    check_is_fitted(reg)
+    twin = clone(reg)
+    with pytest.raises(NotFittedError):
+        check_is_fitted(twin)
+    np.testing.assert_allclose(twin.fit(X, Y).predict(X[:5]), reg.predict(X[:5]), rtol=1e-6, atol=1e-8)
+    assert reg.predict(X[:4]).shape == (4, 3)
+    refit = regressors.make(name, **reg.fitted_params()).fit(X, Y)
+    np.testing.assert_allclose(refit.predict(X[:5]), reg.predict(X[:5]), rtol=1e-6, atol=1e-8)
+
+
 def test_model_file_rejections(sand_model, tmp_path):
     import h5py
 
@@ -133,12 +167,13 @@ def test_model_file_rejections(sand_model, tmp_path):
         wm.load(wd.write(sand_model.dataset, tmp_path / "d.h5"))
 
 
-def test_clamping_warns_and_uses_the_edge(sand_model):
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        deep = sand_model.points([[-0.5, 0.0], [sand_model.d_min, 0.0]])
-        tilted = sand_model.points([[-0.05, 1.56], [-0.05, 1.5]])
-    assert any(issubclass(w.category, GranularWarning) for w in caught)
+def test_clamping_warns_once_and_uses_the_edge(sand, caplog):
+    model = wm.fit(sand)
+    with caplog.at_level(logging.WARNING, logger="granular"):
+        deep = model.points([[-0.5, 0.0], [model.d_min, 0.0]])
+        tilted = model.points([[-0.05, 1.56], [-0.05, 1.5]])
+    clamped = [r for r in caplog.records if "clamped to its edge" in r.getMessage()]
+    assert len(clamped) == 1 and clamped[0].levelno == logging.WARNING
     np.testing.assert_allclose(deep[0], deep[1])
     np.testing.assert_allclose(tilted[0], tilted[1])
 
@@ -189,3 +224,9 @@ def test_generic_and_linear_prediction_paths_agree(sand):
     fast = model.points(thetas)
     model._linear = None
     np.testing.assert_allclose(model.points(thetas), fast, atol=1e-9 * np.abs(fast).max())
+
+
+def test_model_knows_every_regressor_by_name():
+    from granular.learning import regressors
+
+    assert set(wm.REGRESSOR_NAMES) == set(regressors.REGRESSORS)

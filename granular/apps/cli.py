@@ -9,13 +9,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import warnings
-from dataclasses import replace
+import logging
 from pathlib import Path
 
 import numpy as np
 
-from granular.errors import GranularError, GranularWarning
+from granular.errors import GranularError
 
 
 def _floats(text: str):
@@ -58,11 +57,8 @@ def _fixed_table(fixed):
 
 
 def cmd_train(args):
-    from granular.data import dataset as wd
-    from granular.learning import model as wm
     from granular.apps import plots
     from granular.learning import training
-    from granular.learning.regressors import REGRESSORS
 
     source = Path(args.source)
     if source.suffix == ".toml":
@@ -76,25 +72,16 @@ def cmd_train(args):
     job.out = Path(args.out) if args.out else job.out
     job.figures = Path(args.figures) if args.figures else job.figures
 
-    ds = wd.read(job.dataset)
-    _say(f"training {job.regressor} on {job.dataset} ({ds.medium}, {ds.source}: {ds.n} × {ds.m})")
-    result = {"model": str(job.out), "dataset": str(job.dataset), "regressor": job.regressor, "medium": ds.medium}
-    if job.cv:
-        result["cv"] = training.cross_validate(ds, tuple(REGRESSORS), job.cv, progress=True)
-    model = wm.fit(ds, job.regressor)
-    concavity = training.concavity_table(ds)
-    result["concavity"] = {k: v for k, v in concavity.items() if k != "per_config"}
-    result["fixed_normals"] = training.fixed_normal_errors(model, tuple(job.fixed_normals))
-    model.info = {k: result[k] for k in ("cv", "concavity", "fixed_normals") if k in result}
-    wm.save(model, job.out)
+    result, model, concavity = training.run_job(job, progress=True)
+    medium = result["medium"]
     if job.figures:
         thetas = job.plot_thetas or _default_thetas(model)
         result["figures"] = [
             str(plots.wrench_spaces(model.points(thetas), [_label(t) for t in thetas],
-                                    job.figures / "wrench_space.png", f"{ds.medium}: predicted W(θ)")),
+                                    job.figures / "wrench_space.png", f"{medium}: predicted W(θ)")),
             str(plots.training_report(result.get("cv", {}), result["fixed_normals"],
                                       concavity, job.figures / "training_report.png",
-                                      f"{ds.medium} ({job.regressor})")),
+                                      f"{medium} ({job.regressor})")),
         ]
 
     def human(r):
@@ -105,7 +92,7 @@ def cmd_train(args):
                 _say(f"  {name:<10}{v['rel_rmse']:>8.4f}{v['rel_rmse_fx']:>8.4f}"
                      f"{v['rel_rmse_fz']:>8.4f}{v['rel_rmse_tau']:>8.4f}")
         c = r["concavity"]
-        paper = f"; paper's {ds.medium}: {c['paper']['average']:.4f}, {c['paper']['worst']:.4f}" if "paper" in c else ""
+        paper = f"; paper's {medium}: {c['paper']['average']:.4f}, {c['paper']['worst']:.4f}" if "paper" in c else ""
         _say(f"concavity (Table II): average {c['average']:.4f}, worst {c['worst']:.4f}{paper}")
         _say("fixed-normal outer approximation, distance outside the exact hull / largest wrench:")
         _fixed_table(r["fixed_normals"])
@@ -126,25 +113,29 @@ def _default_thetas(model):
 
 
 def cmd_inspect(args):
-    import h5py
-
     from granular.data import dataset as wd
+    from granular.io.kinds import kind_of
     from granular.learning import model as wm
 
     path = Path(args.path)
-    fmt = None
-    if path.is_file():
-        try:
-            with h5py.File(path, "r") as f:
-                fmt = f.attrs.get("format")
-                fmt = fmt.decode() if isinstance(fmt, bytes) else fmt
-        except OSError:
-            pass
-    if fmt == wm.FORMAT:
+    kind = kind_of(path)
+    if kind == "model":
         return _inspect_model(args, wm.load(path))
-    if path.suffix == ".csv" or (path.suffix in (".h5", ".hdf5") and fmt is None):
+    if kind == "raw-run":
         return _inspect_run(args, path)
+    if kind == "run":
+        return _inspect_sim_run(args, path)
     return _inspect_dataset(args, wd.read(path))
+
+
+def _inspect_sim_run(args, path):
+    from granular.simulation import runfile
+
+    run = runfile.read(path)
+    if args.theta is not None:
+        raise GranularError("--theta needs a model file; this is a simulation run file")
+    summary = {"kind": "simulation run", **run["summary"]}
+    _emit(summary, args.json, _print_summary)
 
 
 def _inspect_run(args, path):
@@ -240,7 +231,6 @@ def _inspect_model(args, model):
 
 
 def cmd_sim(args):
-    from granular.apps import plots
     from granular.simulation import runfile
     from granular.scenarios import scenario as scenarios
 
@@ -255,10 +245,13 @@ def cmd_sim(args):
     if args.out:
         runfile.write(data, args.out)
         summary["run_file"] = str(args.out)
-    if args.plot:
-        summary["figures"] = plots.run_figures(data, args.plot)
-    if args.video:
-        summary["video"] = str(plots.video(data, args.video))
+    if args.plot or args.video:
+        from granular.apps import plots
+
+        if args.plot:
+            summary["figures"] = plots.run_figures(data, args.plot)
+        if args.video:
+            summary["video"] = str(plots.video(data, args.video))
 
     def human(s):
         _say(f"{s['scenario']} on {s['medium']}: {s['steps']} steps of {s['dt']} s in {s['wall_time_s']:.2f} s "
@@ -284,7 +277,7 @@ def cmd_ingest(args):
 
     mapping = ingest.Mapping.load(args.mapping)
     ds = ingest.assemble(args.runs, out_medium=args.medium, mapping=mapping, cutoff=args.cutoff, m=args.directions,
-                         source=args.source, report=_say, progress=True)
+                         source=args.source, progress=True)
     wd.write(ds, args.out)
     _say(f"wrote {args.out}")
 
@@ -292,27 +285,12 @@ def cmd_ingest(args):
 def cmd_acquire(args):
     from granular.data import dataset as wd
     from granular.data import dem
-    from granular.data import ingest
-    from granular.foot import Foot
-    from granular.data.sampling import config_grid, sphere_directions
 
-    if args.medium != "beads":
-        raise GranularError(f"unknown DEM medium {args.medium!r}; the DEM preset is 'beads' (paper §IV-A)")
-    dem.yade_command()  # says how to install YADE when it is missing
     bed = dem.Bed(particles=args.particles, box=tuple(args.box))
-    workdir = args.workdir or str(Path(args.out).with_suffix("")) + "_runs"
-    scale = np.array([0.2, 0.2, 0.6])  # paper §IV-A, Beads
-    paths = dem.acquire(workdir, bed, config_grid(args.depths, args.tilts), sphere_directions(args.directions),
-                        scale, args.t_total, Foot(), medium=args.medium, workers=args.workers,
-                        scheduler=args.scheduler, insert_speed=args.insert_speed, say=_say)
-    ds = ingest.assemble(paths, out_medium=args.medium, cutoff=args.cutoff, m=args.directions,
-                         velocity_scale=scale, source="dem", report=_say)
-    c = dem.cost(workdir, paths)
-    made = (f"YADE, {c['spheres']} spheres in a {' x '.join(map(str, args.box))} m box, t_total {args.t_total} s, "
-            f"insertion {args.insert_speed} m/s, cutoff {args.cutoff} Hz; bed {c['bed_s']:.0f} s, "
-            f"{c['runs']} runs {c['runs_s'] / 60:.1f} min of YADE time")
-    _say(made)
-    wd.write(replace(ds, creator=f"{ds.creator} acquire dem: {made}"), args.out)
+    ds = dem.acquire_dataset(args.out, args.medium, bed, args.depths, args.tilts, args.directions, args.t_total,
+                             args.cutoff, workdir=args.workdir, workers=args.workers, scheduler=args.scheduler,
+                             insert_speed=args.insert_speed)
+    wd.write(ds, args.out)
     _say(f"wrote {args.out}")
 
 
@@ -339,6 +317,7 @@ def cmd_bench(args):
 
 def build_parser():
     p = argparse.ArgumentParser(prog="granular", description=__doc__.splitlines()[0])
+    p.add_argument("-v", "--verbose", action="store_true", help="log debugging detail")
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("synth", help="generate a synthetic wrench dataset (RFT or terramechanics)")
@@ -435,10 +414,26 @@ def build_parser():
     return p
 
 
+class _Format(logging.Formatter):
+    """``granular: warning: …`` for warnings and errors, ``granular: …`` for notes."""
+
+    def format(self, record):
+        prefix = "granular: " if record.levelno < logging.WARNING else f"granular: {record.levelname.lower()}: "
+        return prefix + record.getMessage()
+
+
+def _logging(verbose: bool):
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_Format())
+    root = logging.getLogger("granular")
+    root.handlers[:] = [handler]
+    root.setLevel(logging.DEBUG if verbose else logging.INFO)
+    root.propagate = False
+
+
 def main(argv=None):
     args = build_parser().parse_args(argv)
-    warnings.simplefilter("default", GranularWarning)
-    warnings.formatwarning = lambda message, category, *_a, **_k: f"granular: warning: {message}\n"
+    _logging(args.verbose)
     try:
         args.func(args)
     except GranularError as exc:

@@ -15,6 +15,7 @@ the foot's tilt turns about −y (counter-clockwise as drawn, frames.py).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -25,7 +26,11 @@ import numpy as np
 
 from granular.errors import GranularError
 
+log = logging.getLogger(__name__)
+
 BEADS = dict(young=3e8, poisson=0.3, density=1631.0, friction=0.577, radius=0.01)  # paper §IV-A
+#: The velocity scale (m/s, m/s, rad/s) of the paper's Beads experiments, §IV-A.
+BEADS_VELOCITY_SCALE = (0.2, 0.2, 0.6)
 
 
 @dataclass(frozen=True)
@@ -244,17 +249,17 @@ def plan(bed_path, bed: Bed, configs, directions, velocity_scale, t_total, foot,
 
 
 def acquire(workdir, bed: Bed, configs, directions, velocity_scale, t_total, foot, medium="beads",
-            workers: int = 2, scheduler=None, insert_speed: float = 1.0, say=print, progress=True):
+            workers: int = 2, scheduler=None, insert_speed: float = 1.0, progress=True):
     """Run every acquisition on a Dask cluster (local unless ``scheduler``); return the CSV paths."""
     from distributed import Client, LocalCluster, as_completed
     from tqdm import tqdm
 
     workdir = Path(workdir).resolve()
     runs = plan(bed_file(workdir), bed, configs, directions, velocity_scale, t_total, foot, medium, insert_speed)
-    say(f"preparing the bed ({bed.particles} spheres, {bed.depth:.3f} m deep) in {workdir}")
+    log.info("preparing the bed (%d spheres, %.3f m deep) in %s", bed.particles, bed.depth, workdir)
     prepare_bed(bed, workdir)
     done = [r for r in runs if is_done(r, workdir)]
-    say(f"{len(runs)} runs, {len(done)} already done")
+    log.info("%d runs, %d already done", len(runs), len(done))
     cluster = None if scheduler else LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                                   dashboard_address=None)
     paths, failed = [], []
@@ -266,12 +271,12 @@ def acquire(workdir, bed: Bed, configs, directions, velocity_scale, t_total, foo
                 paths.append(future.result())
             except Exception as exc:  # a failed run is reported and skipped, never fatal
                 failed.append(str(exc))
-                say(f"run failed: {exc}")
+                log.warning("run failed: %s", exc)
             if bar.disable and progress and k % max(1, len(futures) // 10) == 0:
-                say(f"DEM runs: {k}/{len(futures)}")  # a log file gets a line per tenth instead of a bar
+                log.info("DEM runs: %d/%d", k, len(futures))  # a log file gets a line per tenth instead of a bar
     if cluster is not None:
         cluster.close()
-    say(f"{len(paths)} runs recorded, {len(failed)} failed")
+    log.info("%d runs recorded, %d failed", len(paths), len(failed))
     return sorted(paths)
 
 
@@ -280,3 +285,29 @@ def cost(workdir, paths) -> dict:
     bed = json.loads(_bed_info(workdir).read_text())
     runs = [json.loads(Path(p).with_suffix(".json").read_text()).get("seconds", 0.0) for p in paths]
     return {"spheres": bed["spheres"], "bed_s": bed.get("seconds", 0.0), "runs": len(runs), "runs_s": sum(runs)}
+
+
+def acquire_dataset(out, medium: str, bed: Bed, depths, tilts, m: int, t_total: float, cutoff: float,
+                    workdir=None, workers: int = 2, scheduler=None, insert_speed: float = 1.0):
+    """The whole DEM acquisition of a medium: bed, runs on Dask (resumable in ``workdir``), ingestion
+    through the rig path; the dataset, its creator line saying how it was made."""
+    from dataclasses import replace
+
+    from granular.data import ingest
+    from granular.data.sampling import config_grid, sphere_directions
+    from granular.foot import Foot
+
+    if medium != "beads":
+        raise GranularError(f"unknown DEM medium {medium!r}; the DEM preset is 'beads' (paper §IV-A)")
+    yade_command()  # says how to install YADE when it is missing
+    workdir = workdir or str(Path(out).with_suffix("")) + "_runs"
+    scale = np.array(BEADS_VELOCITY_SCALE)
+    paths = acquire(workdir, bed, config_grid(depths, tilts), sphere_directions(m), scale, t_total, Foot(),
+                    medium=medium, workers=workers, scheduler=scheduler, insert_speed=insert_speed)
+    ds = ingest.assemble(paths, out_medium=medium, cutoff=cutoff, m=m, velocity_scale=scale, source="dem")
+    c = cost(workdir, paths)
+    made = (f"YADE, {c['spheres']} spheres in a {' x '.join(map(str, bed.box))} m box, t_total {t_total} s, "
+            f"insertion {insert_speed} m/s, cutoff {cutoff} Hz; bed {c['bed_s']:.0f} s, "
+            f"{c['runs']} runs {c['runs_s'] / 60:.1f} min of YADE time")
+    log.info("%s", made)
+    return replace(ds, creator=f"{ds.creator} acquire dem: {made}")

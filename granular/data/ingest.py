@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +29,8 @@ from granular.io.files import read_toml
 from granular.foot import Foot
 from granular.frames import cross2, foot_axis
 from granular.data.sampling import sphere_directions
+
+log = logging.getLogger(__name__)
 
 CHANNELS = ("t", "x", "z", "phi", "fx", "fz", "tau")
 #: Units a mapping may name, as factors to SI.
@@ -266,7 +269,7 @@ def extract(run: Run, foot: Foot, cutoff: float = DEFAULT_CUTOFF_HZ):
 
 
 def assemble(paths, out_medium=None, mapping: Mapping = Mapping.load(), cutoff=DEFAULT_CUTOFF_HZ, m: int = 26,
-             velocity_scale=None, foot: Foot = Foot(), source: str = "ft-rig", report=print, progress=False):
+             velocity_scale=None, foot: Foot = Foot(), source: str = "ft-rig", progress=False):
     """A WrenchDataset from runs: good runs fill the grid θ_des × directions, bad ones are reported."""
     from tqdm import tqdm
 
@@ -279,11 +282,11 @@ def assemble(paths, out_medium=None, mapping: Mapping = Mapping.load(), cutoff=D
             w, quality = extract(run, foot, cutoff)
             samples.append((run, w, quality))
             if quality["flagged"]:
-                report(f"warning: {path}: passes θ_des at {quality['t_pass']:.3g} s, expected "
-                       f"{quality['t_pass_expected']:.3g} s")
+                log.warning("%s: passes θ_des at %.3g s, expected %.3g s", path, quality["t_pass"],
+                            quality["t_pass_expected"])
         except BadRun as exc:
             skipped.append(str(exc))
-            report(f"skipped {exc}")
+            log.warning("skipped %s", exc)
     if not samples:
         raise GranularError(f"no good runs among the {len(paths)} given")
     recorded = [r.velocity_scale for r, _, _ in samples if r.velocity_scale is not None]
@@ -310,12 +313,12 @@ def assemble(paths, out_medium=None, mapping: Mapping = Mapping.load(), cutoff=D
         i = int(np.argmin(np.linalg.norm(directions - u, axis=1)))
         if np.linalg.norm(directions[i] - u) > 1e-3:
             skipped.append(f"{run.path}: v_des {run.v_des.tolist()} is not one of the {m} grid directions")
-            report(f"skipped {skipped[-1]}")
+            log.warning("skipped %s", skipped[-1])
             continue
         wrenches[j, i], valid[j, i] = w, True
         pose_error[j, i], residual[j, i] = quality["pose_error_s"], quality["filter_residual"]
-    report(f"ingested {len(paths) - len(skipped)} run(s), skipped {len(skipped)}; "
-           f"{int(valid[~surface].sum())} of {valid[~surface].size} samples below the surface valid")
+    log.info("ingested %d run(s), skipped %d; %d of %d samples below the surface valid", len(paths) - len(skipped),
+             len(skipped), int(valid[~surface].sum()), valid[~surface].size)
     return WrenchDataset(configs=configs, directions=directions, velocity_scale=scale, wrenches=wrenches,
                          valid=valid, medium=out_medium or samples[0][0].medium, source=source, foot=foot,
                          provenance={"cutoff_hz": cutoff, "pose_error_s": pose_error, "filter_residual": residual,

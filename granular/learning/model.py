@@ -5,30 +5,34 @@ W(θ) is their convex hull (:mod:`granular.wrench.polytopes`). The model is exac
 mirror-symmetric: it is trained on the data and its mirror image and its
 prediction is averaged with the mirrored prediction at (d, −φ).
 
-A model file (HDF5) holds the training dataset and the regressor's
-parameters, from which loading refits the model deterministically: no pickle,
-so a model file from a stranger cannot run code.
+A model file (HDF5) holds the training dataset, the regressor's parameters
+and its fitted arrays (RBF: centres and coefficients), which loading sets
+without refitting; regressors without stored arrays (GP, SVR) refit
+deterministically from their fitted hyperparameters. No pickle, so a model
+file from a stranger cannot run code.
 """
 from __future__ import annotations
 
 import json
-import warnings
+import logging
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from granular.data import dataset as wd
-from granular.learning import regressors
 from granular.wrench import polytopes as wrenchspace
-from granular.errors import GranularError, GranularWarning
+from granular.errors import GranularError
 from granular.frames import MIRROR
 from granular.io.h5io import atomic_h5, attr, read_h5
-from granular.learning.regressors import mirror_average, support_of_mirror_average
+from granular.learning.linear import KERNELS, mirror_average, support_of_mirror_average
 from granular.data.sampling import mirror_permutation
 
+log = logging.getLogger(__name__)
 _FLIP_PHI = np.array([1.0, -1.0])
+#: The names of :data:`granular.learning.regressors.REGRESSORS`, without importing scikit-learn.
+REGRESSOR_NAMES = ("rbf", "gp", "svr")
 FORMAT = "granular-wrench-model"
-VERSION = 1
+VERSION = 2  # 1: no fitted arrays (refitted on load), still read
 
 
 def symmetrize(ds: wd.WrenchDataset) -> wd.WrenchDataset:
@@ -55,9 +59,12 @@ class WrenchSpaceModel:
     regressor: str = "rbf"
     params: dict = field(default_factory=dict)
     info: dict = field(default_factory=dict)
+    fitted: dict = field(default_factory=dict, repr=False)  # per group: a model file's fitted arrays
+    normals: dict = field(default_factory=dict, repr=False)  # K -> fitted fixed normals (K, 3), kept
 
     def __post_init__(self):
         ds = self.dataset
+        self._warned = False
         self.perm = mirror_permutation(ds.directions)
         train = symmetrize(ds)
         self.d_min = float(train.configs[:, 0].min())
@@ -78,26 +85,56 @@ class WrenchSpaceModel:
         return (np.asarray(configs, dtype=float) / self.x_scale)[:, self.active]
 
     def _fit(self, train):
-        """One regressor per group of directions sharing a validity pattern (usually one group)."""
+        """One regressor per group of directions sharing a validity pattern (usually one group).
+
+        A single RBF group stored in a model file is used in its linear form straight from the
+        file's arrays (no scikit-learn, no refit); otherwise the regressors are fitted or restored.
+        """
         patterns, group_of = np.unique(train.valid.T, axis=0, return_inverse=True)
-        self._groups = []
-        for g, rows in enumerate(patterns):
-            cols = np.flatnonzero(group_of.ravel() == g)
+        self._patterns = [(np.flatnonzero(group_of.ravel() == g), rows) for g, rows in enumerate(patterns)]
+        for g, (cols, rows) in enumerate(self._patterns):
             if rows.sum() < 3:
                 raise GranularError(f"directions {cols.tolist()} have fewer than 3 valid configurations; "
                                     "cannot learn their extreme wrenches")
-            Y = train.wrenches[rows][:, cols].reshape(rows.sum(), -1)
-            params = dict(self.params.get(f"group{g}", {}))
-            reg = regressors.make(self.regressor, **params).fit(self._x(train.configs[rows]), Y)
-            self.params[f"group{g}"] = reg.params()
+        self._train, self._groups, self._linear = train, None, None
+        arrays, params = self.fitted.get("group0", {}), self.params.get("group0", {})
+        if self.regressor == "rbf" and len(self._patterns) == 1 and {"centers_", "coef_"} <= set(arrays):
+            kernel = params.get("kernel", "thin_plate_spline")
+            if kernel not in KERNELS:
+                raise ValueError(f"unknown RBF kernel {kernel!r}")
+            self._fold(np.asarray(arrays["centers_"], float), KERNELS[kernel], int(params.get("degree", 1)),
+                       np.asarray(arrays["coef_"], float))
+        else:
+            self._estimators()
+
+    def _estimators(self):
+        """The fitted regressors, per group (cols, regressor); fitted or restored on first use."""
+        from granular.learning import regressors
+
+        if self._groups is not None:
+            return self._groups
+        self._groups = []
+        for g, (cols, rows) in enumerate(self._patterns):
+            reg = regressors.make(self.regressor, **self.params.get(f"group{g}", {}))
+            arrays = self.fitted.get(f"group{g}", {})
+            if reg.FITTED and all(k in arrays for k in reg.FITTED):
+                reg = regressors.restore(reg, arrays)
+            else:
+                Y = self._train.wrenches[rows][:, cols].reshape(rows.sum(), -1)
+                reg.fit(self._x(self._train.configs[rows]), Y)
+            self.params[f"group{g}"] = reg.fitted_params()
+            self.fitted[f"group{g}"] = {k: getattr(reg, k) for k in reg.FITTED}
             self._groups.append((cols, reg))
-        self._linear = None
-        if len(self._groups) == 1 and hasattr(self._groups[0][1], "features"):
-            # f(x) = F(x) C is linear in C, so the mirror average folds into one matrix:
-            # ½ (F(x) C + F(x̄) C') with C' the coefficients of the mirrored outputs.
-            reg = self._groups[0][1]
-            C = reg.coef.reshape(len(reg.coef), self.m, 3)
-            self._linear = (reg, 0.5 * np.vstack([C, C[:, self.perm] * MIRROR]).reshape(2 * len(C), -1))
+        if len(self._groups) == 1 and hasattr(self._groups[0][1], "linear_form"):
+            self._fold(*self._groups[0][1].linear_form())
+        return self._groups
+
+    def _fold(self, centers, kernel, degree, coef):
+        """f(x) = F(x) C is linear in C, so the mirror average folds into one matrix:
+        ½ (F(x) C + F(x̄) C') with C' the coefficients of the mirrored outputs."""
+        C = coef.reshape(len(coef), self.m, 3)
+        folded = 0.5 * np.vstack([C, C[:, self.perm] * MIRROR]).reshape(2 * len(C), -1)
+        self._linear = (centers, (centers**2).sum(axis=1), kernel, degree, folded)
 
     @property
     def m(self) -> int:
@@ -108,8 +145,10 @@ class WrenchSpaceModel:
         thetas = np.asarray(thetas, dtype=float).reshape(-1, 2)
         out = np.clip(thetas, self._lo, self._hi)
         if (out != thetas).any():
-            warnings.warn(f"configuration outside the {self.dataset.medium!r} data (d ≥ {self.d_min:g} m, "
-                          f"|φ| ≤ {self.phi_max:g} rad): clamped to its edge", GranularWarning, stacklevel=3)
+            if not self._warned:
+                self._warned = True
+                log.warning("configuration outside the %r data (d ≥ %g m, |φ| ≤ %g rad): clamped to its edge "
+                            "(said once per model)", self.dataset.medium, self.d_min, self.phi_max)
         return out
 
     def points(self, thetas):
@@ -129,11 +168,9 @@ class WrenchSpaceModel:
         X = np.concatenate([th, th * _FLIP_PHI]) / self.x_scale
         X = X if self.active.all() else X[:, self.active]
         if self._linear is not None:
-            reg, coef = self._linear
-            return mirror_average(X, reg.centers, reg._c2, reg.KERNELS[reg.kernel], reg.degree,
-                                  coef).reshape(k, self.m, 3)
+            return mirror_average(X, *self._linear).reshape(k, self.m, 3)
         both = np.empty((2 * k, self.m, 3))
-        for cols, reg in self._groups:
+        for cols, reg in self._estimators():
             both[:, cols] = reg.predict(X).reshape(2 * k, len(cols), 3)
         return 0.5 * (both[:k] + both[k:, self.perm] * MIRROR)
 
@@ -153,8 +190,11 @@ class WrenchSpaceModel:
                 return wrenchspace.fixed_normals(K, self.scale)
             if kind != "fitted":
                 raise GranularError(f"unknown fixed-normal kind {kind!r}; choose 'fitted' or 'sphere'")
-            configs = symmetrize(self.dataset).configs
-            return wrenchspace.fitted_normals(self.points(configs[configs[:, 0] < 0]), self.scale, K)
+            if str(K) not in self.normals:
+                configs = symmetrize(self.dataset).configs
+                self.normals[str(K)] = wrenchspace.fitted_normals(self.points(configs[configs[:, 0] < 0]),
+                                                                  self.scale, K)
+            return self.normals[str(K)].copy()
         except ValueError as exc:
             raise GranularError(str(exc)) from None
 
@@ -165,12 +205,13 @@ class WrenchSpaceModel:
             return wrenchspace.support_offsets(A, self.points(thetas))
         th = self.clamp(thetas)  # all in contact: the compiled path, fused with the support function
         X = np.concatenate([th, th * _FLIP_PHI]) / self.x_scale
-        reg, coef = self._linear
-        return support_of_mirror_average(X if self.active.all() else X[:, self.active], reg.centers, reg._c2,
-                                         reg.KERNELS[reg.kernel], reg.degree, coef, np.ascontiguousarray(A))
+        return support_of_mirror_average(X if self.active.all() else X[:, self.active], *self._linear,
+                                         np.ascontiguousarray(A))
 
 
 def fit(ds: wd.WrenchDataset, regressor: str = "rbf", **params) -> WrenchSpaceModel:
+    from granular.learning import regressors
+
     regressors.make(regressor)  # unknown names fail before any work
     return WrenchSpaceModel(ds, regressor, {"group0": params} if params else {})
 
@@ -180,31 +221,45 @@ def save(model: WrenchSpaceModel, path):
         f.attrs.update({"format": FORMAT, "version": VERSION, "regressor": model.regressor,
                         "info": json.dumps(model.info)})
         wd.write_group(f.create_group("dataset"), model.dataset)
-        pg = f.create_group("params")
-        for gname, params in model.params.items():
-            g = pg.create_group(gname)
-            for key, value in params.items():
-                if isinstance(value, np.ndarray):
-                    g.create_dataset(key, data=value)
-                elif value is not None:
-                    g.attrs[key] = value
+        model.fixed_normals(32)  # the simulator's default: stored, so loading needs no clustering
+        for top, content in (("params", model.params), ("fitted", model.fitted), ("normals", {"fitted": model.normals})):
+            groups = f.create_group(top)
+            for gname, values in content.items():
+                g = groups.create_group(gname)
+                for key, value in values.items():
+                    if isinstance(value, np.ndarray):
+                        g.create_dataset(key, data=value)
+                    elif value is not None:
+                        g.attrs[key] = value
+
+
+def _groups(f, top, path) -> dict:
+    if top not in f:
+        return {}
+    return {g: {**{k: attr(f[top][g], k, path) for k in f[top][g].attrs},
+                **{k: f[top][g][k][()] for k in f[top][g]}} for g in f[top]}
 
 
 def load(path) -> WrenchSpaceModel:
-    with read_h5(path, FORMAT, {VERSION}) as f:
+    with read_h5(path, FORMAT, {1, VERSION}) as f:
         regressor = attr(f, "regressor", path)
-        if regressor not in regressors.REGRESSORS:
+        if regressor not in REGRESSOR_NAMES:
             raise GranularError(f"{path}: unknown regressor {regressor!r}")
         if "dataset" not in f or "params" not in f:
             raise GranularError(f"{path}: model file lacks its 'dataset' or 'params' group")
         ds = wd.read_group(f["dataset"], f"{path} (embedded dataset)")
-        params = {g: {**{k: attr(f["params"][g], k, path) for k in f["params"][g].attrs},
-                      **{k: f["params"][g][k][()] for k in f["params"][g]}} for g in f["params"]}
+        params, fitted = _groups(f, "params", path), _groups(f, "fitted", path)
+        normals = _groups(f, "normals", path).get("fitted", {})
         try:
             info = json.loads(attr(f, "info", path))
         except json.JSONDecodeError:
             raise GranularError(f"{path}: attribute 'info' is not valid JSON") from None
     try:
-        return WrenchSpaceModel(ds, regressor, params, info)
-    except (TypeError, ValueError) as exc:
+        model = WrenchSpaceModel(ds, regressor, params, info, fitted)
+    except (TypeError, ValueError, KeyError) as exc:
         raise GranularError(f"{path}: cannot rebuild the {regressor} model from its parameters ({exc})") from None
+    for K, A in normals.items():
+        if not (K.isdigit() and isinstance(A, np.ndarray) and A.shape == (int(K), 3) and np.isfinite(A).all()):
+            raise GranularError(f"{path}: stored fixed normals {K} are not a finite ({K}, 3) array")
+        model.normals[K] = A
+    return model

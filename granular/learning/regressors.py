@@ -1,140 +1,105 @@
 """Regressors of extreme wrenches over configurations (Zhu et al. 2019, §III-B3).
 
-Each is a small estimator: ``fit(X, Y)`` with X (n, 2) normalised
-configurations and Y (n, p) outputs, then ``predict(X) -> (k, p)``. Every
-output column is its own regression (for RBF interpolation this holds by
-linearity; GP and SVR fit one model per column). ``params()`` returns plain
-values that, passed back to the constructor and refitted on the same data,
-reproduce the fit exactly: that is how model files avoid pickle.
+Each follows scikit-learn's estimator contract: the constructor only stores
+hyperparameters (``get_params``/``set_params``, ``clone`` work), ``fit(X, Y)``
+with X (n, 2) normalised configurations and Y (n, p) outputs learns the fitted
+attributes (trailing ``_``), ``predict(X) -> (k, p)``. Every output column is
+its own regression (for RBF interpolation this holds by linearity; GP and SVR
+fit one model per column).
+
+Model files avoid pickle: they store ``fitted_params()`` (hyperparameters
+that refit to the same estimator) and the arrays named in ``FITTED``, which
+:func:`restore` sets without refitting (RBF: its centres and coefficients).
 """
 from __future__ import annotations
 
 import warnings
 
 import numpy as np
-from numba import njit
+from sklearn.base import BaseEstimator, RegressorMixin
+
 from granular.errors import GranularError
+from granular.learning.linear import KERNELS, rbf_features
 
 
-class RBF:
+class RBF(RegressorMixin, BaseEstimator):
     """Radial-basis-function interpolation (the paper's choice), exact at the training points.
 
     The interpolant of scipy.interpolate.RBFInterpolator (smoothing 0): a
     kernel φ(r) over the training points plus a polynomial of ``degree`` ≤ 1,
-    f(x) = Σ c_j φ(‖x − x_j‖) + a·[1, x]. It is written out here because its
-    features F(x) = [φ(‖x − x_j‖)…, 1, x] are what the simulator's fast path
-    evaluates (f(x) = F(x) @ coef); a test checks it against scipy.
+    f(x) = Σ c_j φ(‖x − x_j‖) + a·[1, x]. It is written out here because it is
+    linear in its coefficients, f(x) = F(x) @ coef_, and the simulator's
+    compiled path evaluates that linear form (:meth:`linear_form`); a test
+    checks it against scipy.
     """
 
     name = "rbf"
-    KERNELS = {"thin_plate_spline": 0, "cubic": 1, "linear": 2}  # ids for the compiled features
+    KERNELS = KERNELS
+    FITTED = ("centers_", "coef_")
 
     def __init__(self, kernel: str = "thin_plate_spline", degree: int = 1):
-        if kernel not in self.KERNELS:
-            raise GranularError(f"unknown RBF kernel {kernel!r}; choose one of {', '.join(self.KERNELS)}")
-        if degree not in (0, 1):
-            raise GranularError(f"RBF polynomial degree must be 0 or 1, got {degree!r}")
-        self.kernel, self.degree = kernel, degree
+        self.kernel = kernel
+        self.degree = degree
 
-    def params(self) -> dict:
-        return {"kernel": self.kernel, "degree": self.degree}
+    def _check(self):
+        if self.kernel not in self.KERNELS:
+            raise GranularError(f"unknown RBF kernel {self.kernel!r}; choose one of {', '.join(self.KERNELS)}")
+        if self.degree not in (0, 1):
+            raise GranularError(f"RBF polynomial degree must be 0 or 1, got {self.degree!r}")
+
+    def fitted_params(self) -> dict:
+        return self.get_params()
+
+    def linear_form(self):
+        """(centers (n, dim), kernel id, degree, coef (n + 1 + dim·degree, p)): f(x) = F(x) @ coef."""
+        return self.centers_, self.KERNELS[self.kernel], self.degree, self.coef_
 
     def features(self, X):
-        """F(x) (k, n + p): kernel values against the n training points, then the polynomial terms."""
-        return rbf_features(np.asarray(X, dtype=float), self.centers, self._c2, self.KERNELS[self.kernel],
+        """F(x) (k, n + 1 + dim·degree): kernel values against the n training points, then the polynomial."""
+        c = self.centers_
+        return rbf_features(np.asarray(X, dtype=float), c, (c**2).sum(axis=1), self.KERNELS[self.kernel],
                             self.degree)
 
     def fit(self, X, Y):
         from scipy.linalg import solve
 
-        self.centers = np.asarray(X, dtype=float)
-        self._c2 = (self.centers**2).sum(axis=1)
+        self._check()
+        self.centers_ = np.asarray(X, dtype=float)
         n = len(X)
-        K = self.features(self.centers)
+        K = self.features(self.centers_)
         P = K[:, n:]
         system = np.block([[K[:, :n], P], [P.T, np.zeros((P.shape[1], P.shape[1]))]])
         rhs = np.vstack([Y, np.zeros((P.shape[1], Y.shape[1]))])
         try:
-            self.coef = solve(system, rhs)
+            self.coef_ = solve(system, rhs)
         except np.linalg.LinAlgError:
             raise GranularError("RBF interpolation is singular: are two training configurations the same, "
                                 "or all on one line?") from None
         return self
 
     def predict(self, X):
-        return self.features(np.asarray(X, dtype=float)) @ self.coef
+        return self.features(np.asarray(X, dtype=float)) @ self.coef_
 
 
-@njit(cache=True)
-def rbf_features(X, centers, c2, kernel, degree):
-    """[φ(‖x − x_j‖)…, 1, x…] per row of X; φ = r² log r, r³ or −r (kernel 0, 1, 2)."""
-    k, n, dim = X.shape[0], centers.shape[0], X.shape[1]
-    F = np.empty((k, n + 1 + dim * degree))
-    for i in range(k):
-        x2 = 0.0
-        for d in range(dim):
-            x2 += X[i, d] * X[i, d]
-        for j in range(n):
-            dot = 0.0
-            for d in range(dim):
-                dot += X[i, d] * centers[j, d]
-            r2 = max(x2 + c2[j] - 2.0 * dot, 0.0)
-            if kernel == 0:
-                F[i, j] = 0.5 * r2 * np.log(r2) if r2 > 0.0 else 0.0
-            elif kernel == 1:
-                F[i, j] = r2 ** 1.5
-            else:
-                F[i, j] = -np.sqrt(r2)
-        F[i, n] = 1.0
-        for d in range(dim * degree):
-            F[i, n + 1 + d] = X[i, d]
-    return F
-
-
-@njit(cache=True)
-def mirror_average(X, centers, c2, kernel, degree, coef):
-    """½ (F(x) C + F(x̄) C') for X = [x; x̄] (2k rows): the model's folded, mirror-averaged RBF."""
-    k = X.shape[0] // 2
-    F = rbf_features(X, centers, c2, kernel, degree)
-    n = F.shape[1]
-    return F[:k] @ coef[:n] + F[k:] @ coef[n:]
-
-
-@njit(cache=True)
-def support_of_mirror_average(X, centers, c2, kernel, degree, coef, A):
-    """max(0, max_i A w_i(θ)) per configuration: the fixed-normal offsets of the mirror-averaged RBF."""
-    k, K = X.shape[0] // 2, A.shape[0]
-    W = mirror_average(X, centers, c2, kernel, degree, coef)  # (k, 3m)
-    m = W.shape[1] // 3
-    b = np.zeros((k, K))
-    for i in range(k):
-        for f in range(K):
-            best = 0.0
-            for j in range(m):
-                val = A[f, 0] * W[i, 3 * j] + A[f, 1] * W[i, 3 * j + 1] + A[f, 2] * W[i, 3 * j + 2]
-                if val > best:
-                    best = val
-            b[i, f] = best
-    return b
-
-
-class GP:
+class GP(RegressorMixin, BaseEstimator):
     """Gaussian-process regression (scikit-learn), one GP per output column.
 
     Kernel: constant × anisotropic Matérn (ν = 5/2) + a little white noise, fitted
     by maximum likelihood (the Matérn kernel copes better than the squared
-    exponential with the sharp change of W as the foot tilts over). ``thetas`` (p, 4), the fitted log-hyperparameters,
-    makes refitting skip the optimiser.
+    exponential with the sharp change of W as the foot tilts over). ``thetas``
+    (p, 4), log-hyperparameters per column, fixes the kernels and skips the
+    optimiser; after fitting, ``thetas_`` holds the ones used.
     """
 
     name = "gp"
+    FITTED = ()
 
     def __init__(self, thetas=None, restarts: int = 0):
-        self.thetas = None if thetas is None else np.asarray(thetas, dtype=float)
+        self.thetas = thetas
         self.restarts = restarts
 
-    def params(self) -> dict:
-        return {"thetas": self.thetas, "restarts": self.restarts}
+    def fitted_params(self) -> dict:
+        return {**self.get_params(), "thetas": self.thetas_}
 
     def fit(self, X, Y):
         from sklearn.exceptions import ConvergenceWarning
@@ -143,47 +108,52 @@ class GP:
 
         kernel = (ConstantKernel(1.0, (1e-3, 1e3)) * Matern([0.5] * X.shape[1], (5e-2, 1e1), nu=2.5)
                   + WhiteKernel(1e-6, (1e-10, 1e-3)))
-        self._gps, thetas = [], []
+        thetas = None if self.thetas is None else np.asarray(self.thetas, dtype=float)
+        self.estimators_ = []
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             for col in range(Y.shape[1]):
-                if self.thetas is not None:
-                    gp = GaussianProcessRegressor(kernel.clone_with_theta(self.thetas[col]), optimizer=None,
+                if thetas is not None:
+                    gp = GaussianProcessRegressor(kernel.clone_with_theta(thetas[col]), optimizer=None,
                                                   normalize_y=True)
                 else:
                     gp = GaussianProcessRegressor(kernel, normalize_y=True, n_restarts_optimizer=self.restarts,
                                                   random_state=col)
-                self._gps.append(gp.fit(X, Y[:, col]))
-                thetas.append(gp.kernel_.theta)
-        self.thetas = np.array(thetas)
+                self.estimators_.append(gp.fit(X, Y[:, col]))
+        self.thetas_ = np.array([gp.kernel_.theta for gp in self.estimators_])
         return self
 
     def predict(self, X):
-        return np.column_stack([gp.predict(X) for gp in self._gps])
+        return np.column_stack([gp.predict(X) for gp in self.estimators_])
 
 
-class SVR:
-    """Support-vector regression (scikit-learn, RBF kernel) on standardised outputs, one per column."""
+class SVR(RegressorMixin, BaseEstimator):
+    """Support-vector regression (scikit-learn, RBF kernel), one per output column on standardised
+    outputs: scikit-learn's own MultiOutputRegressor inside a TransformedTargetRegressor."""
 
     name = "svr"
+    FITTED = ()
 
     def __init__(self, C: float = 100.0, epsilon: float = 0.01, gamma: float = 1.0):
-        self.C, self.epsilon, self.gamma = C, epsilon, gamma
+        self.C = C
+        self.epsilon = epsilon
+        self.gamma = gamma
 
-    def params(self) -> dict:
-        return {"C": self.C, "epsilon": self.epsilon, "gamma": self.gamma}
+    def fitted_params(self) -> dict:
+        return self.get_params()
 
     def fit(self, X, Y):
+        from sklearn.compose import TransformedTargetRegressor
+        from sklearn.multioutput import MultiOutputRegressor
+        from sklearn.preprocessing import StandardScaler
         from sklearn.svm import SVR as _SVR
 
-        self._mean = Y.mean(axis=0)
-        self._std = np.where(Y.std(axis=0) > 0, Y.std(axis=0), 1.0)
-        Z = (Y - self._mean) / self._std
-        self._svrs = [_SVR(C=self.C, epsilon=self.epsilon, gamma=self.gamma).fit(X, Z[:, c]) for c in range(Y.shape[1])]
+        inner = MultiOutputRegressor(_SVR(C=self.C, epsilon=self.epsilon, gamma=self.gamma))
+        self.estimator_ = TransformedTargetRegressor(inner, transformer=StandardScaler()).fit(X, Y)
         return self
 
     def predict(self, X):
-        return np.column_stack([s.predict(X) for s in self._svrs]) * self._std + self._mean
+        return self.estimator_.predict(X).reshape(len(X), -1)
 
 
 REGRESSORS = {cls.name: cls for cls in (RBF, GP, SVR)}
@@ -194,4 +164,14 @@ def make(name: str, **params):
         cls = REGRESSORS[name]
     except KeyError:
         raise GranularError(f"unknown regressor {name!r}; choose one of {', '.join(REGRESSORS)}") from None
-    return cls(**params)
+    try:
+        return cls(**params)
+    except TypeError as exc:
+        raise GranularError(f"bad parameters for regressor {name!r}: {exc}") from None
+
+
+def restore(reg, arrays: dict):
+    """Set a regressor's fitted arrays (its ``FITTED``) as a model file stored them; no refit."""
+    for key in reg.FITTED:
+        setattr(reg, key, np.asarray(arrays[key], dtype=float))
+    return reg

@@ -8,7 +8,7 @@ held-out extreme wrenches per regressor.
 """
 from __future__ import annotations
 
-import warnings
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,9 +18,11 @@ from tqdm import tqdm
 from granular.data import dataset as wd
 from granular.learning import model as wm
 from granular.wrench import polytopes as wrenchspace
-from granular.errors import GranularError, GranularWarning
+from granular.errors import GranularError
 from granular.io.files import read_toml
 from granular.learning.regressors import REGRESSORS
+
+log = logging.getLogger(__name__)
 
 
 def cross_validate(ds: wd.WrenchDataset, names=tuple(REGRESSORS), folds: int = 5, seed: int = 0,
@@ -44,9 +46,9 @@ def cross_validate(ds: wd.WrenchDataset, names=tuple(REGRESSORS), folds: int = 5
         ref = np.zeros(3)
         for test in splits:
             train = np.setdiff1d(np.arange(ds.n), test)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", GranularWarning)
-                pred = wm.fit(ds.subset(train), name).points(ds.configs[test])
+            fold = wm.fit(ds.subset(train), name)
+            fold._warned = True  # held-out configurations past a fold's data are expected: no warning
+            pred = fold.points(ds.configs[test])
             ok = ds.valid[test]
             err += (((pred - ds.wrenches[test]) / scale) ** 2)[ok].sum(axis=0)
             ref += ((ds.wrenches[test] / scale) ** 2)[ok].sum(axis=0)
@@ -117,3 +119,20 @@ def load_job(path) -> Job:
     if spec.get("regressor", "rbf") not in REGRESSORS:
         raise GranularError(f"{path}: regressor must be one of {', '.join(REGRESSORS)}")
     return Job(**spec)
+
+
+def run_job(job: Job, progress: bool = False):
+    """Run a training job: cross-validate (if ``job.cv``), fit, measure concavity and the fixed-normal
+    error, save the model. Returns (result dict for --json, the model, the full concavity table)."""
+    ds = wd.read(job.dataset)
+    log.info("training %s on %s (%s, %s: %d × %d)", job.regressor, job.dataset, ds.medium, ds.source, ds.n, ds.m)
+    result = {"model": str(job.out), "dataset": str(job.dataset), "regressor": job.regressor, "medium": ds.medium}
+    if job.cv:
+        result["cv"] = cross_validate(ds, tuple(REGRESSORS), job.cv, progress=progress)
+    model = wm.fit(ds, job.regressor)
+    concavity = concavity_table(ds)
+    result["concavity"] = {k: v for k, v in concavity.items() if k != "per_config"}
+    result["fixed_normals"] = fixed_normal_errors(model, tuple(job.fixed_normals))
+    model.info = {k: result[k] for k in ("cv", "concavity", "fixed_normals") if k in result}
+    wm.save(model, job.out)
+    return result, model, concavity

@@ -15,8 +15,6 @@ wrench units with unit-norm rows of A.
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import linprog, nnls
-from scipy.spatial import ConvexHull, HalfspaceIntersection, QhullError
 
 from granular.frames import MIRROR
 
@@ -34,6 +32,8 @@ def hull_halfspaces(points, scale, include_origin: bool = True):
     scaled units) so the polytope stays bounded and contains the origin
     (b ≥ 0 whenever the origin is included).
     """
+    from scipy.spatial import ConvexHull, QhullError
+
     pts = np.asarray(points, dtype=float) / scale
     if include_origin:
         pts = np.concatenate([pts, _ORIGIN])
@@ -103,6 +103,8 @@ def fitted_normals(point_sets, scale, K: int, iterations: int = 50) -> np.ndarra
     mirrored back; the six ±axes are always kept, so {A w ≤ b} is bounded.
     Deterministic.
     """
+    from scipy.spatial import ConvexHull, QhullError
+
     _check_K(K)
     normals, weights = [], []
     for p in point_sets:
@@ -154,6 +156,10 @@ def concavity(points, min_norm: float = 1.0) -> float:
 
 def vertices(A, b):
     """Vertices of the bounded polytope {A w ≤ b} (Chebyshev centre as the interior point)."""
+    from scipy.spatial import HalfspaceIntersection
+
+    from scipy.optimize import linprog
+
     norms = np.linalg.norm(A, axis=1)
     res = linprog(np.r_[np.zeros(3), -1.0], A_ub=np.column_stack([A, norms]), b_ub=b,
                   bounds=[(None, None)] * 3 + [(0, None)])
@@ -164,6 +170,8 @@ def vertices(A, b):
 
 def distance_to_hull(query, points):
     """Euclidean distance from each query point to conv(points) (a small NNLS per point)."""
+    from scipy.optimize import nnls
+
     rho = 1e4 * max(1.0, np.abs(points).max())
     M = np.vstack([np.asarray(points).T, rho * np.ones(len(points))])
     return np.array([nnls(M, np.r_[q, rho])[1] for q in np.atleast_2d(query)])

@@ -1,0 +1,65 @@
+"""The compiled form of a fitted RBF regressor: f(x) = F(x) @ coef, folded with its mirror image.
+
+Kept apart from :mod:`granular.learning.regressors` so that a simulation that only evaluates a
+loaded RBF model imports neither scikit-learn nor scipy's solvers.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+#: Kernel ids of the compiled features: φ(r) = r² log r, r³, −r.
+KERNELS = {"thin_plate_spline": 0, "cubic": 1, "linear": 2}
+
+
+@njit(cache=True)
+def rbf_features(X, centers, c2, kernel, degree):
+    """[φ(‖x − x_j‖)…, 1, x…] per row of X; φ = r² log r, r³ or −r (kernel 0, 1, 2)."""
+    k, n, dim = X.shape[0], centers.shape[0], X.shape[1]
+    F = np.empty((k, n + 1 + dim * degree))
+    for i in range(k):
+        x2 = 0.0
+        for d in range(dim):
+            x2 += X[i, d] * X[i, d]
+        for j in range(n):
+            dot = 0.0
+            for d in range(dim):
+                dot += X[i, d] * centers[j, d]
+            r2 = max(x2 + c2[j] - 2.0 * dot, 0.0)
+            if kernel == 0:
+                F[i, j] = 0.5 * r2 * np.log(r2) if r2 > 0.0 else 0.0
+            elif kernel == 1:
+                F[i, j] = r2 ** 1.5
+            else:
+                F[i, j] = -np.sqrt(r2)
+        F[i, n] = 1.0
+        for d in range(dim * degree):
+            F[i, n + 1 + d] = X[i, d]
+    return F
+
+
+@njit(cache=True)
+def mirror_average(X, centers, c2, kernel, degree, coef):
+    """½ (F(x) C + F(x̄) C') for X = [x; x̄] (2k rows): the model's folded, mirror-averaged RBF."""
+    k = X.shape[0] // 2
+    F = rbf_features(X, centers, c2, kernel, degree)
+    n = F.shape[1]
+    return F[:k] @ coef[:n] + F[k:] @ coef[n:]
+
+
+@njit(cache=True)
+def support_of_mirror_average(X, centers, c2, kernel, degree, coef, A):
+    """max(0, max_i A w_i(θ)) per configuration: the fixed-normal offsets of the mirror-averaged RBF."""
+    k, K = X.shape[0] // 2, A.shape[0]
+    W = mirror_average(X, centers, c2, kernel, degree, coef)  # (k, 3m)
+    m = W.shape[1] // 3
+    b = np.zeros((k, K))
+    for i in range(k):
+        for f in range(K):
+            best = 0.0
+            for j in range(m):
+                val = A[f, 0] * W[i, 3 * j] + A[f, 1] * W[i, 3 * j + 1] + A[f, 2] * W[i, 3 * j + 2]
+                if val > best:
+                    best = val
+            b[i, f] = best
+    return b

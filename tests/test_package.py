@@ -1,0 +1,42 @@
+"""The project as an installed package: a wheel in a fresh virtual environment, run from an empty folder."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CHECKOUT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.slow
+def test_wheel_runs_a_scenario_from_an_empty_folder(tmp_path):
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(CHECKOUT)],
+                   check=True, capture_output=True, cwd=tmp_path)
+    wheel, = wheels.glob("granular-*.whl")
+    venv = tmp_path / "venv"
+    # The dependencies come from this interpreter's site-packages; granular itself only from the wheel.
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], check=True,
+                   capture_output=True)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    env = {**os.environ, "GRANULAR_CACHE": str(tmp_path / "cache")}
+    where = subprocess.run([python, "-c", "import granular; print(granular.__file__)"], cwd=empty, env=env,
+                           capture_output=True, text=True, check=True).stdout
+    assert str(venv) in where, f"granular imported from {where}, not from the wheel"
+    installed = Path(where.strip()).parent
+    before = sorted(p for p in installed.rglob("*") if p.suffix != ".pyc")
+    out = subprocess.run([venv / "bin" / "granular", "sim", "quad-trot", "--duration", "1", "--json"], cwd=empty,
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    assert summary["scenario"] == "quad-trot" and summary["medium"] == "sand" and summary["steps"] == 1000
+    assert list(empty.iterdir()) == [], "nothing is written into the working folder"
+    assert sorted(p for p in installed.rglob("*") if p.suffix != ".pyc") == before, "the package is not written"
+    listed = subprocess.run([venv / "bin" / "granular", "sim", "nope"], cwd=empty, env=env, capture_output=True,
+                            text=True)
+    assert listed.returncode == 2 and "quad-trot" in listed.stderr, "the shipped scenarios are found"
