@@ -1,0 +1,1 @@
+"""Applications over the library: the command line, the viewer, figures, benchmarks."""

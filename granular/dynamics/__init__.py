@@ -1,0 +1,1 @@
+"""Dynamics: the planar multibody in reduced coordinates and the terrain."""

@@ -1,0 +1,1 @@
+"""Scenarios: scenario files, robots and controllers, built into a Simulation."""

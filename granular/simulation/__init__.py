@@ -1,0 +1,1 @@
+"""Simulation: the step (SimModel, State), the one loop (Simulation) and run files."""

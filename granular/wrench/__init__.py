@@ -1,0 +1,1 @@
+"""Wrench spaces as polytopes: convex hulls, half-spaces, fixed normals, concavity."""
