@@ -99,7 +99,7 @@ def test_sim_json_schema_and_outputs(tmp_path):
 @pytest.mark.parametrize("args,message", [
     (["sim", "no-such-scenario"], "unknown scenario 'no-such-scenario'"),
     (["sim", "drop-upright", "--medium", "mud"], "unknown medium 'mud'"),
-    (["sim", "drop-upright", "--dt", "-1"], "dt must be in (0, 0.05]"),
+    (["sim", "drop-upright", "--dt", "-1"], "--dt: -1 is out of range"),
 ])
 def test_sim_bad_input(args, message):
     proc = granular(*args, ok=False)

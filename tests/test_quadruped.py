@@ -110,10 +110,14 @@ def test_summary_names_torso_and_feet():
 
 
 @pytest.mark.parametrize("edit,message", [
-    (("mass = 46.66", "mass = -46.66"), "mass must be a positive number"),
-    (('knee = { kp = 3000.0, kd = 60.0, max_torque = 400.0, limits = [-2.6, 2.6] }\n', ""), "no entry for joint 'knee'"),
-    (("[shank]", "[shin]"), "missing section [shank]"),
-    (("length = 0.43", "length = 'long'"), "length must be a positive number"),
+    (("mass = 46.66", "mass = -46.66"), "torso.mass: expected a number > 0"),
+    (('knee = { kp = 3000.0, kd = 60.0, max_torque = 400.0, limits = [-2.6, 2.6] }\n', ""),
+     "joints: object missing required field `knee`"),
+    (("[shank]", "[shin]"), "unknown field `shin`"),
+    (("length = 0.43", "length = 'long'"), "thigh.length: expected a number, got a string"),
+    (("factor = 2.0", 'factor = "two"'), "grains.factor: expected a number, got a string"),
+    (("[grains]", "[grains]\nextra = 1"), "grains: object contains unknown field `extra`"),
+    (("limits = [-2.6, 2.6]", "limits = [2.6, -2.6]"), "joints.knee.limits must be [lower, upper]"),
 ])
 def test_bad_robot_specs_are_clear_errors(tmp_path, edit, message):
     text = (shipped("sim") / "robots" / "robosimian.toml").read_text()

@@ -242,19 +242,28 @@ def test_tracking_resistance_grows_with_depth():
     assert np.abs(rec.wrench[deep, 0, 2]).mean() > np.abs(rec.wrench[shallow, 0, 2]).mean()
 
 
-def test_bad_scenarios_are_clear_errors(tmp_path):
+@pytest.mark.parametrize("text,message", [
+    ('duration = 1.0\n[robot]\nkind = "foot"\nmass = -3\n', "robot.mass: expected a number > 0"),
+    ('duration = 1.0\n[robot]\nkind = "foot"\ngrain_mass = "abc"\n', "robot.grain_mass: expected a list"),
+    ('duration = 1.0\n[robot]\nkind = "foot"\n[terrain]\nkind = "hill"\n',
+     "terrain.kind: invalid value 'hill'; choose flat, slope, profile"),
+    ('duration = 1.0\nspeed = 3\n[robot]\nkind = "foot"\n', "unknown field `speed`"),
+    ('duration = 1.0\n[robot]\nkind = "quadruped"\nspec = "robots/robosimian.toml"\n'
+     '[control]\nkind = "trot"\nperiod = 0.0\n', "control.period: expected a number >= 0.05"),
+    ('duration = nan\n[robot]\nkind = "foot"\n', "duration: expected a number > 0"),
+    ('duration = 1.0\n[robot]\nkind = "foot"\n[initial]\nz = 0.1\nheight = 0.1\n', "give z or height"),
+])
+def test_bad_scenarios_are_clear_errors(tmp_path, text, message):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text)
+    with pytest.raises(GranularError) as info:
+        scenarios.build(scenarios.load(str(bad)))
+    assert message in str(info.value) and str(bad) in str(info.value)
+
+
+def test_unknown_scenario_and_medium():
     with pytest.raises(GranularError, match="unknown scenario 'nope'; known: .*drop-upright"):
         scenarios.load("nope")
-    bad = tmp_path / "bad.toml"
-    bad.write_text('duration = 1.0\n[robot]\nkind = "foot"\nmass = -3\n')
-    with pytest.raises(GranularError, match="mass must be a positive number"):
-        scenarios.build(scenarios.load(str(bad)))
-    bad.write_text('duration = 1.0\nrobot = {}\n[terrain]\nkind = "hill"\n')
-    with pytest.raises(GranularError, match="unknown kind 'hill'"):
-        scenarios.build(scenarios.load(str(bad)))
-    bad.write_text('duration = 1.0\nspeed = 3\nrobot = {}\n')
-    with pytest.raises(GranularError, match="unknown key\\(s\\) speed"):
-        scenarios.load(str(bad))
     with pytest.raises(GranularError, match="unknown medium 'mud'"):
         scenarios.build(scenarios.load("drop-upright").with_(medium="mud"))
 

@@ -1,15 +1,19 @@
-"""The ``granular`` command line: synth, train, inspect, bench.
+"""The ``granular`` command line: sim, view, train, inspect, synth, ingest, acquire, bench.
 
+A thin layer: it parses and checks the options, calls the library, and prints.
 Every subcommand reports bad input as one ``granular: error: …`` line (exit
-status 2), never a traceback. With ``--json`` the result is one JSON object on
-stdout and human messages go to stderr.
+status 2), never a traceback, and checks its inputs and outputs before any
+work (an output is never one of the inputs). With ``--json`` the result is one
+JSON object on stdout and human messages go to stderr. Ctrl-C ends with
+``granular: interrupted`` (exit status 130); a closed stdout ends quietly.
 """
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import logging
+import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,11 +21,49 @@ import numpy as np
 from granular.errors import GranularError
 
 
-def _floats(text: str):
-    try:
-        return [float(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+def _number(low=-1e12, high=1e12, low_open=False, kind=float):
+    """An argparse type: a finite number in [low, high] (or (low, high] with ``low_open``)."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {'a whole number' if kind is int else 'a number'}, "
+                                             f"got {text!r}") from None
+        if not (np.isfinite(value) and (value > low if low_open else value >= low) and value <= high):
+            raise argparse.ArgumentTypeError(f"{text} is out of range: expected {'>' if low_open else '≥'} {low:g}"
+                                             f" and ≤ {high:g}")
+        return value
+    return parse
+
+
+def _floats(low=-1e12, high=1e12):
+    number = _number(low, high)
+
+    def parse(text: str):
+        values = [number(v.strip()) for v in text.split(",") if v.strip()]
+        if not values:
+            raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}")
+        return values
+    return parse
+
+
+def _directions(text: str) -> int:
+    m = _number(10, 10**5, kind=int)(text)
+    if (m - 2) % 8:
+        raise argparse.ArgumentTypeError(f"{m} directions: the direction grid has m = 2 + 8k (10, 18, 26, 58, …)")
+    return m
+
+
+def _check_outputs(args, inputs=(), files=("out", "video"), folders=("plot",)):
+    """The command's output options, checked against its inputs before any work."""
+    from granular.io.files import check_output
+
+    for name in files:
+        if getattr(args, name, None):
+            check_output(getattr(args, name), inputs, what=f"--{name}")
+    for name in folders:
+        if getattr(args, name, None):
+            check_output(getattr(args, name), inputs, directory=True, what=f"--{name}")
 
 
 def _say(*args):
@@ -43,6 +85,7 @@ def cmd_synth(args):
     name = args.medium if args.source == "rft" else args.soil
     if name is None:
         raise GranularError("--source rft needs --medium; --source terramechanics needs --soil")
+    _check_outputs(args)
     foot = Foot(args.foot_radius, args.foot_length, args.foot_r_offset)
     ds = synthesize(args.source, name, args.depths, args.tilts, args.directions, foot, progress=True)
     wd.write(ds, args.out)
@@ -71,6 +114,14 @@ def cmd_train(args):
     job.cv = job.cv if args.cv is None else args.cv
     job.out = Path(args.out) if args.out else job.out
     job.figures = Path(args.figures) if args.figures else job.figures
+    from granular.io.files import check_output
+
+    inputs = [source, job.dataset]
+    check_output(job.out, inputs, what="model output")
+    if job.figures:
+        check_output(job.figures, inputs + [job.out], directory=True, what="--figures")
+    if job.cv == 1:
+        raise GranularError("--cv needs K ≥ 2 folds (or 0 for none)")
 
     result, model, concavity = training.run_job(job, progress=True)
     medium = result["medium"]
@@ -118,7 +169,16 @@ def cmd_inspect(args):
     from granular.learning import model as wm
 
     path = Path(args.path)
+    if not path.exists():
+        raise GranularError(f"{path}: no such file")
     kind = kind_of(path)
+    if kind == "raw-run":
+        from granular.data.ingest import sidecar_path
+
+        inputs = [path, sidecar_path(path)] + ([args.mapping] if args.mapping else [])
+    else:
+        inputs = [path]
+    _check_outputs(args, inputs, files=("plot",), folders=())
     if kind == "model":
         return _inspect_model(args, wm.load(path))
     if kind == "raw-run":
@@ -143,7 +203,7 @@ def _inspect_run(args, path):
     from granular.apps import plots
     from granular.foot import Foot
 
-    mapping = ingest.Mapping.load(args.mapping) if args.mapping else ingest.Mapping.load()
+    mapping = ingest.Mapping.load(args.mapping, args.assume_sensor_at_p_center)
     run = ingest.read_run(path, mapping)
     wrench, quality = ingest.extract(run, Foot(), cutoff=args.cutoff)
     summary = {"kind": "acquisition run", "theta_des": run.theta_des.tolist(), "v_des": run.v_des.tolist(),
@@ -237,8 +297,9 @@ def cmd_sim(args):
     scenario = scenarios.load(args.scenario).with_(
         medium=args.medium, dt=args.dt, solver=args.solver, representation=args.representation,
         duration=args.duration)
-    if not scenario.duration > 0 or not np.isfinite(scenario.duration):
-        raise GranularError(f"--duration must be a positive number of seconds, got {scenario.duration}")
+    inputs = [scenario.path] + ([scenario.medium] if Path(scenario.medium).is_file() else [])
+    _check_outputs(args, inputs)
+    scenarios.check_size(scenario)
     rec = scenarios.run(scenario, progress=True)
     summary = scenarios.summary(rec)
     data = runfile.record(rec, summary)
@@ -275,7 +336,9 @@ def cmd_ingest(args):
     from granular.data import dataset as wd
     from granular.data import ingest
 
-    mapping = ingest.Mapping.load(args.mapping)
+    inputs = list(args.runs) + [ingest.sidecar_path(r) for r in args.runs] + ([args.mapping] if args.mapping else [])
+    _check_outputs(args, inputs)
+    mapping = ingest.Mapping.load(args.mapping, args.assume_sensor_at_p_center)
     ds = ingest.assemble(args.runs, out_medium=args.medium, mapping=mapping, cutoff=args.cutoff, m=args.directions,
                          source=args.source, progress=True)
     wd.write(ds, args.out)
@@ -286,6 +349,7 @@ def cmd_acquire(args):
     from granular.data import dataset as wd
     from granular.data import dem
 
+    _check_outputs(args)
     bed = dem.Bed(particles=args.particles, box=tuple(args.box))
     ds = dem.acquire_dataset(args.out, args.medium, bed, args.depths, args.tilts, args.directions, args.t_total,
                              args.cutoff, workdir=args.workdir, workers=args.workers, scheduler=args.scheduler,
@@ -295,8 +359,16 @@ def cmd_acquire(args):
 
 
 def cmd_view(args):
+    import socket
+
     from granular.apps import viewer
 
+    with socket.socket() as s:
+        try:
+            s.bind((args.host, args.port))
+        except OSError as exc:
+            raise GranularError(f"cannot serve on {args.host}:{args.port} ({exc.strerror or exc}); "
+                                "choose another --port or --host") from None
     viewer.serve(args.scenario, medium=args.medium, replay=args.replay, host=args.host, port=args.port,
                  browser=not args.no_browser)
 
@@ -304,6 +376,7 @@ def cmd_view(args):
 def cmd_bench(args):
     from granular.apps import bench
 
+    _check_outputs(args, files=("plot",), folders=())
     results = bench.run(quick=args.quick)
     if args.scaling:
         from granular.apps import plots
@@ -315,8 +388,15 @@ def cmd_bench(args):
     _emit(results, args.json, bench.print_table)
 
 
+class _Parser(argparse.ArgumentParser):
+    """Bad options get the same one line as every other error."""
+
+    def error(self, message):
+        self.exit(2, f"granular: error: {self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser():
-    p = argparse.ArgumentParser(prog="granular", description=__doc__.splitlines()[0])
+    p = _Parser(prog="granular", description=__doc__.splitlines()[0])
     p.add_argument("-v", "--verbose", action="store_true", help="log debugging detail")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -325,29 +405,31 @@ def build_parser():
     s.add_argument("--medium", help="RFT medium preset: sand, pebbles")
     s.add_argument("--soil", help="terramechanics soil (Ding et al. Table 6), e.g. dry-sand, lete-sand")
     s.add_argument("--out", required=True, help="output dataset (.h5)")
-    s.add_argument("--depths", type=_floats, help="comma-separated depths d ≤ 0 (m); default: Table I")
-    s.add_argument("--tilts", type=_floats, help="comma-separated tilts φ (rad); default: Table I")
-    s.add_argument("--directions", type=int, default=26, help="m velocity directions, 2 + 8k (26, 58, …)")
-    s.add_argument("--foot-radius", type=float, default=0.05)
-    s.add_argument("--foot-length", type=float, default=0.30)
-    s.add_argument("--foot-r-offset", type=float, default=0.25, help="p_r's distance above p_center (m)")
+    s.add_argument("--depths", type=_floats(-10.0, 0.0), help="comma-separated depths d ≤ 0 (m); default: Table I")
+    s.add_argument("--tilts", type=_floats(-1.5708, 1.5708), help="comma-separated tilts φ (rad); default: Table I")
+    s.add_argument("--directions", type=_directions, default=26, help="m velocity directions, 2 + 8k (26, 58, …)")
+    s.add_argument("--foot-radius", type=_number(0, 10, low_open=True), default=0.05, help="m")
+    s.add_argument("--foot-length", type=_number(0, 10, low_open=True), default=0.30, help="m")
+    s.add_argument("--foot-r-offset", type=_number(-10, 10), default=0.25, help="p_r's distance above p_center (m)")
     s.set_defaults(func=cmd_synth)
 
     t = sub.add_parser("train", help="train a wrench-space model from a dataset or a training job (.toml)")
     t.add_argument("source", help="dataset .h5, or a training job .toml")
     t.add_argument("--out", help="model file to write (.h5)")
     t.add_argument("--regressor", choices=["rbf", "gp", "svr"])
-    t.add_argument("--cv", type=int, help="K-fold cross-validation of all regressors")
+    t.add_argument("--cv", type=_number(0, 1000, kind=int), help="K-fold cross-validation of all regressors")
     t.add_argument("--figures", help="directory for the figures")
     t.add_argument("--json", action="store_true", help="print one JSON object")
     t.set_defaults(func=cmd_train)
 
     i = sub.add_parser("inspect", help="summarise a dataset, a model or a raw run; W(θ) of a model at --theta")
     i.add_argument("path", help="dataset or model (.h5), or an acquisition run (.csv + .json, or .h5)")
-    i.add_argument("--cutoff", type=float, default=5.0, help="runs: low-pass cutoff (Hz; default 5 as in ingest, DEM: 50)")
+    i.add_argument("--cutoff", type=_number(0, 1e6, low_open=True), default=5.0, help="runs: low-pass cutoff (Hz; default 5 as in ingest, DEM: 50)")
     i.add_argument("--mapping", help="runs: column/unit mapping (.toml)")
-    i.add_argument("--theta", nargs=2, type=float, metavar=("D", "PHI"))
-    i.add_argument("--fixed", type=int, metavar="K", help="also give the K-fixed-normal polytope")
+    i.add_argument("--assume-sensor-at-p-center", action="store_true",
+                   help="runs: a sidecar without sensor_offset/sensor_angle means the sensor sits at p_center")
+    i.add_argument("--theta", nargs=2, type=_number(-10, 10), metavar=("D", "PHI"))
+    i.add_argument("--fixed", type=_number(8, 256, kind=int), metavar="K", help="also give the K-fixed-normal polytope")
     i.add_argument("--plot", help="write a figure (.png)")
     i.add_argument("--json", action="store_true")
     i.set_defaults(func=cmd_inspect)
@@ -355,8 +437,8 @@ def build_parser():
     r = sub.add_parser("sim", help="run a scenario from sim/ (or a scenario .toml)")
     r.add_argument("scenario", help="scenario name (e.g. drop-upright) or path")
     r.add_argument("--medium", help="sand, pebbles, or a trained model file (.h5)")
-    r.add_argument("--duration", type=float, help="simulated time (s)")
-    r.add_argument("--dt", type=float, help="time step (s)")
+    r.add_argument("--duration", type=_number(0, 1e4, low_open=True), help="simulated time (s)")
+    r.add_argument("--dt", type=_number(1e-5, 0.05), help="time step (s), 1e-5 to 0.05")
     r.add_argument("--solver", choices=["daqp", "quadprog", "osqp", "cvxpy"], help="contact QP solver (default: daqp)")
     r.add_argument("--representation", choices=["fixed", "exact"], help="polytope representation of W(θ)")
     r.add_argument("--out", help="run file to write (.h5)")
@@ -369,29 +451,32 @@ def build_parser():
     g.add_argument("runs", nargs="+", help="run files: .csv (with a .json sidecar) or .h5")
     g.add_argument("--out", required=True, help="dataset to write (.h5)")
     g.add_argument("--mapping", help="TOML mapping of your column names and units")
-    g.add_argument("--cutoff", type=float, default=5.0, help="low-pass cutoff (Hz, default 5)")
+    g.add_argument("--assume-sensor-at-p-center", action="store_true",
+                   help="a sidecar without sensor_offset/sensor_angle means the sensor sits at p_center, aligned")
+    g.add_argument("--cutoff", type=_number(0, 1e6, low_open=True), default=5.0, help="low-pass cutoff (Hz, default 5)")
     g.add_argument("--medium", help="medium name (default: from the runs' metadata)")
     g.add_argument("--source", choices=["ft-rig", "dem"], default="ft-rig")
-    g.add_argument("--directions", type=int, default=26, help="m of the direction grid the runs sample")
+    g.add_argument("--directions", type=_directions, default=26,
+                   help="m of the direction grid the runs sample, 2 + 8k (default 26)")
     g.set_defaults(func=cmd_ingest)
 
     a = sub.add_parser("acquire", help="generate wrench data by DEM simulation with YADE, on a Dask cluster")
     a.add_argument("engine", choices=["dem"])
     a.add_argument("--medium", default="beads")
     a.add_argument("--out", required=True, help="dataset to write (.h5)")
-    a.add_argument("--depths", type=_floats, default=[0.0, -0.03, -0.06],
+    a.add_argument("--depths", type=_floats(-10.0, 0.0), default=[0.0, -0.03, -0.06],
                    help="comma-separated d (m); default: 0, -0.03, -0.06 (Table I Beads: 0 to -0.24 in steps of 0.06)")
-    a.add_argument("--tilts", type=_floats, default=[0.0, 0.5, 1.0],
+    a.add_argument("--tilts", type=_floats(-1.5708, 1.5708), default=[0.0, 0.5, 1.0],
                    help="comma-separated φ (rad); default: 0, 0.5, 1 (Table I Beads goes to 1.5 in steps of 0.25)")
-    a.add_argument("--directions", type=int, default=26)
-    a.add_argument("--particles", type=int, default=3400, help="spheres rained into the box (paper: 58,500)")
-    a.add_argument("--box", type=float, nargs=3, default=[0.5, 0.22, 0.4], metavar=("X", "Y", "Z"),
+    a.add_argument("--directions", type=_directions, default=26)
+    a.add_argument("--particles", type=_number(10, 10**8, kind=int), default=3400, help="spheres rained into the box (paper: 58,500)")
+    a.add_argument("--box", type=_number(0, 100, low_open=True), nargs=3, default=[0.5, 0.22, 0.4], metavar=("X", "Y", "Z"),
                    help="box size (m); the bed fills it to particles·sphere volume / (0.6·X·Y)")
-    a.add_argument("--t-total", type=float, default=0.2, help="duration of each run (s)")
-    a.add_argument("--insert-speed", type=float, default=1.0,
+    a.add_argument("--t-total", type=_number(0, 100, low_open=True), default=0.2, help="duration of each run (s)")
+    a.add_argument("--insert-speed", type=_number(0, 100, low_open=True), default=1.0,
                    help="speed (m/s) of the straight descent from above the surface to the start point")
-    a.add_argument("--cutoff", type=float, default=50.0, help="low-pass cutoff (Hz)")
-    a.add_argument("--workers", type=int, default=2, help="local Dask workers")
+    a.add_argument("--cutoff", type=_number(0, 1e6, low_open=True), default=50.0, help="low-pass cutoff (Hz)")
+    a.add_argument("--workers", type=_number(1, 1024, kind=int), default=2, help="local Dask workers")
     a.add_argument("--scheduler", help="address of an existing Dask scheduler (scale to many machines)")
     a.add_argument("--workdir", help="where runs are kept (resumable); default: OUT_runs/")
     a.set_defaults(func=cmd_acquire)
@@ -401,7 +486,7 @@ def build_parser():
     v.add_argument("--medium", choices=["sand", "pebbles", "beads"])
     v.add_argument("--replay", help="play back a run file (.h5)")
     v.add_argument("--host", default="127.0.0.1", help="address to bind (default: this machine only)")
-    v.add_argument("--port", type=int, default=8080)
+    v.add_argument("--port", type=_number(1, 65535, kind=int), default=8080, help="1 to 65535")
     v.add_argument("--no-browser", action="store_true", help="do not open a browser")
     v.set_defaults(func=cmd_view)
 
@@ -431,17 +516,35 @@ def _logging(verbose: bool):
     root.propagate = False
 
 
+def _interrupted(exc: BaseException) -> bool:
+    """Ctrl-C, also when it landed inside compiled code and came back wrapped in another error."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def main(argv=None):
-    args = build_parser().parse_args(argv)
-    _logging(args.verbose)
     try:
+        args = build_parser().parse_args(argv)
+        _logging(args.verbose)
         args.func(args)
+        sys.stdout.flush()
     except GranularError as exc:
         print(f"granular: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("granular: interrupted", file=sys.stderr)
-        return 130
+    except BrokenPipeError:
+        # the reader of stdout went away (``granular … --json | head``): end quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except BaseException as exc:
+        if _interrupted(exc):
+            print("granular: interrupted", file=sys.stderr)
+            return 130
+        raise
     return 0
 
 

@@ -94,6 +94,15 @@ def validate(ds: WrenchDataset, where="dataset") -> WrenchDataset:
         j, i = np.argwhere(bad)[0]
         fail(f"wrenches holds NaN or inf at config {j} (d={ds.configs[j, 0]}, φ={ds.configs[j, 1]}), "
              f"direction {i}, and it is not masked out by 'valid'")
+    big = (np.abs(np.where(ds.valid[..., None], ds.wrenches, 0.0)) > MAX_WRENCH).any(axis=-1)
+    if big.any():
+        j, i = np.argwhere(big)[0]
+        fail(f"wrenches at config {j}, direction {i} exceed {MAX_WRENCH:g} N (N·m): "
+             f"{ds.wrenches[j, i].tolist()}; check the units")
+    if np.any(ds.velocity_scale <= 0) or np.any(ds.velocity_scale > 1e6):
+        fail(f"velocity_scale must be positive and finite, got {ds.velocity_scale.tolist()}")
+    if np.any(np.abs(ds.configs[:, 0]) > 100.0):
+        fail(f"depths must be within 100 m of the surface, got {ds.configs[:, 0].min()} m")
     if np.any(ds.velocity_scale <= 0):
         fail(f"velocity_scale must be positive, got {ds.velocity_scale.tolist()}")
     norms = np.linalg.norm(ds.directions, axis=1)
@@ -112,6 +121,11 @@ def validate(ds: WrenchDataset, where="dataset") -> WrenchDataset:
     if not ds.medium:
         fail("medium name is empty")
     return ds
+
+
+#: No granular medium a foot can move through resists with more than this (N, or N·m): larger values
+#: are unit errors, and they would overflow the hull and QP arithmetic downstream.
+MAX_WRENCH = 1e8
 
 
 def write_group(g, ds: WrenchDataset):

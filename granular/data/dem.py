@@ -7,7 +7,9 @@ data. Protocol: a bed of spheres is rained into a box, settled, levelled and
 saved once; every run reloads it, lowers the foot (a cylinder of facets) from
 above the surface straight down to θ_des − 0.8·t_total·v_des, moves it
 kinematically at v_des for t_total and records its pose and the force and
-torque the grains exert on it.
+torque the grains exert on it. Held-out validation runs (:func:`acquire_paths`)
+drive the foot instead along prescribed piecewise-linear paths, in beds of
+other seeds.
 
 The world is YADE's x (forward), z (up); the plane of the paper is x–z and
 the foot's tilt turns about −y (counter-clockwise as drawn, frames.py).
@@ -39,7 +41,8 @@ class Bed:
 
     ``particles`` spheres rain into a box ``box`` (x, y, z) wide and settle;
     the heap is levelled by removing the spheres whose centre lies above the
-    height the particles fill at ``packing``, so the bed is flat.
+    height the particles fill at ``packing``, so the bed is flat. ``seed`` picks the bed's
+    realisation (the random cloud it rains from); 0 seeds from the clock, as the training bed was made.
     """
 
     particles: int = 3400
@@ -51,6 +54,7 @@ class Bed:
     radius: float = BEADS["radius"]
     packing: float = 0.6                  # solid fraction of a loose bed of equal spheres
     settled: float = 0.05                 # YADE's unbalanced-force ratio below which the bed is at rest
+    seed: int = 0
 
     @property
     def depth(self) -> float:
@@ -76,7 +80,9 @@ O.materials.append(FrictMat(young=P["young"], poisson=P["poisson"], density=P["d
 O.bodies.append(geom.facetBox((Lx / 2, Ly / 2, Lz), (Lx / 2, Ly / 2, Lz), wallMask=31, material="beads"))
 sp = pack.SpherePack()
 top = 2.0 * P["depth"] + 4 * P["radius"]   # a loose cloud: under a third of the volume is spheres
-sp.makeCloud((0, 0, 0), (Lx, Ly, top), rMean=P["radius"], rRelFuzz=0.0, num=P["particles"])
+# YADE seeds from the clock for seed < 0 (its default, how the training bed was made) and repeats any other seed
+sp.makeCloud((0, 0, 0), (Lx, Ly, top), rMean=P["radius"], rRelFuzz=0.0, num=P["particles"],
+             seed=P.get("seed") or -1)
 sp.toSimulation(material="beads")
 O.engines = [ForceResetter(), InsertionSortCollider([Bo1_Sphere_Aabb(), Bo1_Facet_Aabb()]),
              InteractionLoop([Ig2_Sphere_Sphere_ScGeom(), Ig2_Facet_Sphere_ScGeom()],
@@ -162,6 +168,74 @@ os.replace(OUT + ".tmp", OUT)
 '''
 
 
+PATH_SCRIPT = r'''
+import json, math
+P = json.load(open(PARAMS))
+O.load(P["bed"])
+bed = json.load(open(P["bed"] + ".json"))
+Lx, Ly, Lz = P["box"]
+R, L = P["foot_radius"], P["foot_length"]
+W = P["waypoints"]   # rows (t, x, z, phi): p_center from the box centre and the surface, tilt; t from 0
+surface = bed["surface_z"]
+def segment(t):
+    """The pose (x, z, phi) at t on the piecewise-linear path, and the velocity of its segment."""
+    k = max([0] + [i for i in range(len(W) - 1) if W[i][0] <= t])
+    a, b = W[k], W[k + 1]
+    v = [(b[j] - a[j]) / (b[0] - a[0]) for j in (1, 2, 3)]
+    return [a[j + 1] + v[j] * (t - a[0]) for j in range(3)], v
+def world(p):
+    return Vector3(Lx / 2 + p[0], Ly / 2, surface + p[1])
+(x0, z0, phi0), _ = segment(0.0)
+start = world((x0, z0))
+lift = max(0.0, surface + P["clearance"] - (start[2] - R * abs(math.sin(phi0))))
+axis = Vector3(-math.sin(phi0), 0, math.cos(phi0))
+ids = O.bodies.append(geom.facetCylinder(start + Vector3(0, 0, lift) + axis * (L / 2), R, L,
+                                         orientation=Quaternion(Vector3(0, -1, 0), phi0),
+                                         segmentsNumber=16, wallMask=7, material="beads"))
+newton = O.engines[-1]
+base = O.engines[:-1]
+# straight down from above the surface to the first waypoint, unrecorded (as in RUN_SCRIPT)
+if lift > 0:
+    O.engines = base + [TranslationEngine(ids=ids, translationAxis=(0, 0, -1), velocity=P["insert_speed"]), newton]
+    O.run(max(1, int(round(lift / P["insert_speed"] / O.dt))), True)
+move = TranslationEngine(ids=ids, translationAxis=(1, 0, 0), velocity=0.0)
+spin = RotationEngine(ids=ids, rotationAxis=(0, -1, 0), angularVelocity=0.0, rotateAroundZero=True, zeroPoint=start)
+t0 = O.time
+def follow():
+    # runs first in each step, while the foot is where the path puts it at O.time: the step's twist
+    p, v = segment(O.time - t0)
+    speed = math.hypot(v[0], v[1])
+    move.translationAxis = Vector3(v[0] / speed, 0, v[1] / speed) if speed > 0 else Vector3(1, 0, 0)
+    move.velocity = speed
+    spin.angularVelocity = v[2]
+    spin.zeroPoint = world(p)
+rows = []
+def record():
+    t = O.time - t0
+    (x, z, p), _ = segment(t)
+    pc = world((x, z))
+    f, tau = Vector3.Zero, 0.0
+    for i in ids:
+        fi, ti = O.forces.f(i), O.forces.t(i)
+        f = f + fi
+        tau += -(ti[1] + ((O.bodies[i].state.pos - pc).cross(fi))[1])   # about -y: counter-clockwise in x-z
+    c, s = math.cos(p), math.sin(p)
+    rows.append((t, x, z, p, c * f[0] + s * f[2], -s * f[0] + c * f[2], tau))
+follow()
+every = max(1, int(round(P["record_period"] / O.dt)))
+O.engines = [PyRunner(command="follow()", iterPeriod=1)] + base + [move + spin, newton,
+                                                                   PyRunner(command="record()", iterPeriod=every)]
+O.run(int(W[-1][0] / O.dt) + every + 1, True)   # a record at or after the last waypoint
+import csv, os
+with open(OUT + ".tmp", "w", newline="") as fh:
+    wr = csv.writer(fh)
+    wr.writerow(["t", "x", "z", "phi", "fx", "fz", "tau"])
+    wr.writerows(rows)
+json.dump({"insertion_m": lift, "seconds": O.realtime}, open(OUT + ".json", "w"))
+os.replace(OUT + ".tmp", OUT)
+'''
+
+
 def _run_yade(script: str, params: dict, workdir: Path, name: str, out: Path, timeout: float, threads: int = 1):
     workdir.mkdir(parents=True, exist_ok=True)
     pfile = workdir / f"{name}.params.json"
@@ -182,10 +256,10 @@ def prepare_bed(bed: Bed, workdir, timeout: float = 3600) -> Path:
     params = {**asdict(bed), "depth": bed.depth}
     if not (out.exists() and _bed_info(workdir).exists()):
         _run_yade(BED_SCRIPT, params, Path(workdir), "bed", out, timeout, threads=os.cpu_count() or 1)
-    kept = json.loads((Path(workdir) / "bed.params.json").read_text())
+    kept = {"seed": 0, **json.loads((Path(workdir) / "bed.params.json").read_text())}  # made before beds had seeds
     if kept != json.loads(json.dumps(params)):
         raise GranularError(f"{workdir} holds runs on another bed ({kept['particles']} spheres in a box "
-                            f"{kept['box']}): give another --workdir, or delete it to start over")
+                            f"{kept['box']}, seed {kept['seed']}): give another --workdir, or delete it to start over")
     return out
 
 
@@ -311,3 +385,178 @@ def acquire_dataset(out, medium: str, bed: Bed, depths, tilts, m: int, t_total: 
             f"{c['runs']} runs {c['runs_s'] / 60:.1f} min of YADE time")
     log.info("%s", made)
     return replace(ds, creator=f"{ds.creator} acquire dem: {made}")
+
+
+# ---- Held-out trajectories: the foot driven along prescribed paths (issue 11) ----
+
+#: Sampling of the raw record (s), and of the shipped files after the low-pass (Hz).
+RECORD_PERIOD, PATH_CUTOFF_HZ, PATH_RATE_HZ = 5e-4, 50.0, 200.0
+#: The deepest p_center of the training data (m below the surface) and its largest tilt (rad).
+TRAINING_DEPTH, TRAINING_TILT = 0.06, 1.0
+
+
+def _arc(radius=0.05, x0=-0.06, t_arc=0.35, drag=0.04, t_drag=0.2, k=7):
+    """Down, then curving forward (the paper's Fig. 8): a quarter circle from (x0, 0), then a drag."""
+    s = np.linspace(0, np.pi / 2, k)
+    arc = np.column_stack([t_arc * s / s[-1], x0 + radius * (1 - np.cos(s)), -radius * np.sin(s) + 0.0, 0 * s])
+    return np.vstack([arc, [t_arc + t_drag, x0 + radius + drag, -radius, 0.0]])
+
+
+#: Waypoints (t s, x m, z m, φ rad) of p_center, x from the box centre, z from the surface; the foot
+#: is lowered from above to the first one. Speeds near the training runs' scale (0.2, 0.2 m/s, 0.6 rad/s).
+VALIDATION_PATHS = {
+    "diagonal": np.array([[0.0, -0.04, 0.0, 0.0], [0.4, 0.04, -0.06, 0.0]]),
+    "arc": _arc(),
+    "plunge-drag": np.array([[0.0, -0.03, 0.0, 0.0], [0.2, -0.03, -0.04, 0.0], [0.5, 0.03, -0.04, 0.0]]),
+    "tilted-plunge": np.array([[0.0, 0.02, 0.0, 0.5], [0.4, 0.02, -0.06, 0.5]]),
+    "rotate": np.array([[0.0, -0.01, 0.0, 0.0], [0.1, -0.01, -0.03, 0.0], [0.6, 0.01, -0.03, 0.6]]),
+}
+
+
+def check_path(bed: Bed, waypoints, foot, name="path"):
+    """The waypoints as a (k, 4) array; raise unless well-formed and the foot keeps two bead diameters
+    from the floor and the end walls all along (:func:`check_fits`'s clearance)."""
+    w = np.asarray(waypoints, float)
+    if w.ndim != 2 or w.shape[0] < 2 or w.shape[1] != 4 or not np.all(np.isfinite(w)):
+        raise GranularError(f"{name}: waypoints must be k ≥ 2 finite rows (t, x, z, φ), got shape {w.shape}")
+    if w[0, 0] != 0 or np.any(np.diff(w[:, 0]) <= 0):
+        raise GranularError(f"{name}: waypoint times must start at 0 and increase")
+    t = np.linspace(0, w[-1, 0], 200)   # the checks are not linear in the pose: test along the path
+    x, z, phi = (np.interp(t, w[:, 0], w[:, j]) for j in (1, 2, 3))
+    s = np.sin(phi)
+    margin = 4 * bed.radius
+    below = -z + foot.radius * np.abs(s) + margin
+    if below.max() > bed.depth:
+        raise GranularError(f"{name}: the bed is {bed.depth:.3f} m deep but the foot needs {below.max():.3f} m "
+                            "under the surface")
+    # the buried part of the axis leans back from p_center (towards -x for φ > 0)
+    lean = np.minimum(foot.length * np.abs(s), np.maximum(-z, 0) * np.abs(np.tan(phi))) * np.sign(s)
+    lo, hi = np.minimum(x, x - lean) - foot.radius, np.maximum(x, x - lean) + foot.radius
+    if lo.min() < margin - bed.box[0] / 2 or hi.max() > bed.box[0] / 2 - margin:
+        raise GranularError(f"{name}: the foot spans x ∈ [{lo.min():.3f}, {hi.max():.3f}] m from the centre of a "
+                            f"box {bed.box[0]} m long: shorten the path or lengthen the box")
+    return w
+
+
+def resample(t, y, cutoff=PATH_CUTOFF_HZ, rate=PATH_RATE_HZ):
+    """(t', y'): ``y`` (k, …) through a zero-phase 2nd-order Butterworth low-pass at ``cutoff`` Hz (as
+    ingestion filters), interpolated at ``rate`` Hz from t[0] (the raw record's period is not a multiple)."""
+    from scipy.signal import butter, filtfilt
+
+    t, y = np.asarray(t, float), np.asarray(y, float)
+    b, a = butter(2, cutoff / (0.5 / np.median(np.diff(t))))
+    smooth = filtfilt(b, a, y, axis=0)
+    out = t[0] + np.arange(int(np.floor((t[-1] - t[0]) * rate + 1e-6)) + 1) / rate
+    columns = smooth.reshape(len(t), -1).T
+    return out, np.column_stack([np.interp(out, t, c) for c in columns]).reshape((len(out),) + y.shape[1:])
+
+
+def path_twist(waypoints, t):
+    """The commanded twist (v_x, v_z, ω) of p_center at times ``t``: its segment's, right-continuous."""
+    w = np.asarray(waypoints, float)
+    k = np.clip(np.searchsorted(w[:, 0], t, side="right") - 1, 0, len(w) - 2)
+    return (w[k + 1, 1:] - w[k, 1:]) / (w[k + 1, 0] - w[k, 0])[:, None]
+
+
+def run_path(params: dict, workdir: str, timeout: float = 3600) -> str:
+    """One prescribed-path run (a Dask task): YADE records ``NAME.raw.csv`` at 2 kHz, :func:`ship_path`
+    makes the shipped ``NAME.csv`` of it; skipped if already done."""
+    work = Path(workdir)
+    out, raw = work / f"{params['name']}.csv", work / f"{params['name']}.raw.csv"
+    if is_done(params, work):
+        return str(out)
+    for stale in (out, raw):   # a record of other parameters must not pass for this run's
+        stale.unlink(missing_ok=True)
+    _run_yade(PATH_SCRIPT, params, work, params["name"], raw, timeout)
+    return str(ship_path(params, work))
+
+
+def ship_path(params: dict, workdir) -> Path:
+    """``NAME.csv`` of a run's raw record: the pose and the commanded twist on the path, the wrench
+    low-passed, at 200 Hz; and its sidecar ``NAME.json``."""
+    import csv
+
+    from granular.io.files import atomic_path
+
+    work = Path(workdir)
+    out, raw = work / f"{params['name']}.csv", work / f"{params['name']}.raw.csv"
+    rec = np.loadtxt(raw, delimiter=",", skiprows=1, ndmin=2)
+    t, wrench = resample(rec[:, 0], rec[:, 4:7], params["cutoff"], params["rate"])
+    w = np.asarray(params["waypoints"])
+    keep = t <= w[-1, 0] + 1e-9   # the record runs past the last waypoint by under a period
+    t, wrench = t[keep], wrench[keep]
+    pose = np.column_stack([np.interp(t, w[:, 0], w[:, j]) for j in (1, 2, 3)])   # exact: the path's own
+    info = json.loads(Path(f"{raw}.json").read_text())
+    with atomic_path(work / f"{params['name']}.json") as tmp:
+        Path(tmp).write_text(json.dumps({"path": params["path"], "medium": params["medium"], "seed": params["seed"],
+                                         "bed": params["bed_info"], "sensor_offset": [0.0, 0.0],
+                                         "sensor_angle": 0.0, "seconds": info["seconds"]}, indent=1))
+    with atomic_path(out) as tmp, open(tmp, "w", newline="") as fh:   # last: its presence marks the run done
+        wr = csv.writer(fh)
+        wr.writerow(["t", "x", "z", "phi", "fx", "fz", "tau", "vx", "vz", "omega"])
+        wr.writerows(np.column_stack([t, pose, wrench, path_twist(w, t)]).round(7).tolist())
+    return out
+
+
+def _bed_summary(bed: Bed, workdir) -> dict:
+    """The bed's parameters and what its preparation measured: spheres kept, surface, packing, wall time."""
+    info = json.loads(_bed_info(workdir).read_text())
+    solid = info["spheres"] * 4 / 3 * np.pi * bed.radius ** 3 / (bed.box[0] * bed.box[1] * info["surface_z"])
+    return {**asdict(bed), "spheres": info["spheres"], "surface_z": round(info["surface_z"], 5),
+            "packing_measured": round(float(solid), 4), "seconds": round(info.get("seconds", 0.0), 1)}
+
+
+def acquire_paths(workdir, beds, paths=None, foot=None, medium="beads", workers: int = 2, scheduler=None,
+                  insert_speed: float = 1.0, cutoff: float = PATH_CUTOFF_HZ, rate: float = PATH_RATE_HZ,
+                  out=None, timeout: float = 3600):
+    """Every (bed, path) as a Dask task, each bed prepared once in ``workdir/s<seed>``; resumable, a
+    failed run logged and skipped. Returns the CSV paths (``PATH_sSEED.csv``), also copied with
+    their sidecars into ``out`` if given."""
+    from distributed import Client, LocalCluster, as_completed
+
+    from granular.foot import Foot
+    from granular.io.files import atomic_path
+
+    foot, paths = foot or Foot(), VALIDATION_PATHS if paths is None else paths
+    workdir = Path(workdir).resolve()
+    if len({b.seed for b in beds}) != len(beds):
+        raise GranularError("each bed needs its own seed: a bed's folder and its runs are named by it")
+    checked = [{name: check_path(b, w, foot, name).tolist() for name, w in paths.items()} for b in beds]
+    runs = []
+    for bed, waypoints in zip(beds, checked):
+        folder = workdir / f"s{bed.seed}"
+        log.info("preparing the bed of seed %d (%d spheres, %.3f m deep) in %s", bed.seed, bed.particles,
+                 bed.depth, folder)
+        prepare_bed(bed, folder)
+        summary = _bed_summary(bed, folder)
+        log.info("bed of seed %d: %d spheres kept, packing %.3f, %.0f s", bed.seed, summary["spheres"],
+                 summary["packing_measured"], summary["seconds"])
+        for name in paths:
+            runs.append((folder, {"name": f"{name}_s{bed.seed}", "path": name, "seed": bed.seed,
+                                  "bed": str(bed_file(folder)), "bed_info": summary, "box": list(bed.box),
+                                  "waypoints": waypoints[name], "foot_radius": foot.radius,
+                                  "foot_length": foot.length, "medium": medium, "clearance": 2 * bed.radius,
+                                  "insert_speed": insert_speed, "record_period": RECORD_PERIOD,
+                                  "cutoff": cutoff, "rate": rate}))
+    log.info("%d runs, %d already done", len(runs), sum(is_done(p, f) for f, p in runs))
+    cluster = None if scheduler else LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                                  dashboard_address=None)
+    done, failed = [], 0
+    with Client(scheduler or cluster) as client:
+        futures = [client.submit(run_path, p, str(f), timeout, key=p["name"], pure=False) for f, p in runs]
+        for future in as_completed(futures):
+            try:
+                done.append(future.result())
+                log.info("run %s recorded (%d/%d)", future.key, len(done) + failed, len(runs))
+            except Exception as exc:  # a failed run is reported and skipped, never fatal
+                failed += 1
+                log.warning("run %s failed: %s", future.key, exc)
+    if cluster is not None:
+        cluster.close()
+    log.info("%d runs recorded, %d failed", len(done), failed)
+    if out is not None:
+        for csv_path in done:
+            for src in (Path(csv_path), Path(csv_path).with_suffix(".json")):
+                with atomic_path(Path(out) / src.name) as tmp:
+                    shutil.copyfile(src, tmp)
+    return sorted(done)

@@ -18,14 +18,16 @@ import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated, Literal
 
 import h5py
 import numpy as np
+from msgspec import Meta
 from scipy.signal import butter, filtfilt
 
 from granular.data.dataset import WrenchDataset
 from granular.errors import GranularError
-from granular.io.files import read_toml
+from granular.io.schema import Finite, NonNegative, Positive, Schema, load as load_schema, parse
 from granular.foot import Foot
 from granular.frames import cross2, foot_axis
 from granular.data.sampling import sphere_directions
@@ -59,6 +61,43 @@ class Run:
     sensor_offset: np.ndarray  # sensor origin in the foot frame, from p_center (m)
     sensor_angle: float        # sensor x axis from the foot frame's x axis (rad)
     velocity_scale: np.ndarray | None = None  # the run's direction grid scale, if recorded
+    sign: float = 1.0                          # the sidecar's per-run sign (applied to the wrench)
+
+
+#: What each channel measures, and the units of each kind.
+KIND = {"t": "time", "x": "length", "z": "length", "phi": "angle", "fx": "force", "fz": "force", "tau": "torque"}
+UNIT_KIND = {"s": "time", "ms": "time", "m": "length", "mm": "length", "cm": "length", "rad": "angle",
+             "deg": "angle", "N": "force", "kgf": "force", "N*m": "torque", "N*mm": "torque"}
+Channel = Literal["t", "x", "z", "phi", "fx", "fz", "tau"]
+Unit = Literal["s", "ms", "m", "mm", "cm", "rad", "deg", "N", "kgf", "N*m", "N*mm"]
+Sign = Annotated[float, Meta(ge=-1.0, le=1.0)]   # ±1, checked below
+
+
+class MappingFile(Schema):
+    """A column mapping (data/README.md): lab column names and units per canonical channel."""
+
+    columns: dict[Channel, str] = {}
+    units: dict[Channel, Unit] = {}
+    sign: Sign = 1.0                        # −1 if the sensor reports the foot's force on the medium
+    topics: dict[Literal["wrench", "pose"], str] = {}
+
+
+MAPPING_CHOICES = {"columns": CHANNELS, "units": CHANNELS, "topics": ("wrench", "pose")}
+
+
+class Sidecar(Schema):
+    """A run's metadata (``<run>.json``; for HDF5 runs, the file's attributes)."""
+
+    theta_des: tuple[Finite, Finite]               # (d, φ): m, rad
+    v_des: tuple[Finite, Finite, Finite]           # twist in F_c: m/s, m/s, rad/s
+    t_total: Positive                              # s
+    medium: str = "unknown"
+    sensor_offset: tuple[Finite, Finite] | None = None   # sensor origin from p_center, foot frame (m)
+    sensor_angle: Finite | None = None             # sensor x axis from the foot's x axis (rad)
+    velocity_scale: tuple[Positive, Positive, Positive] | None = None
+    sign: Sign = 1.0                               # per run, times the mapping's sign
+    insertion_m: Finite | None = None              # DEM provenance (granular acquire dem)
+    seconds: NonNegative | None = None
 
 
 @dataclass(frozen=True)
@@ -69,38 +108,43 @@ class Mapping:
     units: dict
     sign: float = 1.0        # −1 if the sensor reports the foot's force on the medium
     topics: dict = field(default_factory=dict)  # ROS 2 bags: {"wrench": topic, "pose": topic}
+    assume_sensor_at_p_center: bool = False     # a sidecar without the sensor mount means (0, 0), 0 rad
 
     @classmethod
-    def load(cls, path=None) -> "Mapping":
+    def load(cls, path=None, assume_sensor_at_p_center: bool = False) -> "Mapping":
         if path is None:
-            return cls({c: c for c in CHANNELS}, {})
-        spec = read_toml(path, "column mapping", known=("columns", "units", "sign", "topics"))
-        units = spec.get("units", {})
-        bad = {k: u for k, u in units.items() if u not in UNITS}
-        if bad:
-            raise GranularError(f"{path}: unknown unit(s) {bad}; known: {', '.join(UNITS)}")
-        bad = set(spec.get("topics", {})) - {"wrench", "pose"}
-        if bad:
-            raise GranularError(f"{path}: unknown [topics] key(s) {', '.join(sorted(bad))}; known: wrench, pose")
-        return cls({c: spec.get("columns", {}).get(c, c) for c in CHANNELS}, units, float(spec.get("sign", 1.0)),
-                   dict(spec.get("topics", {})))
+            return cls({c: c for c in CHANNELS}, {}, assume_sensor_at_p_center=assume_sensor_at_p_center)
+        spec = load_schema(path, MappingFile, "column mapping", MAPPING_CHOICES)
+        if abs(spec.sign) != 1.0:
+            raise GranularError(f"{path}: sign must be 1 or -1, got {spec.sign:g}")
+        for channel, unit in spec.units.items():
+            if UNIT_KIND[unit] != KIND[channel]:
+                raise GranularError(f"{path}: units.{channel} = {unit!r} is a unit of {UNIT_KIND[unit]}, but "
+                                    f"{channel} is a {KIND[channel]}; choose one of "
+                                    f"{', '.join(u for u, k in UNIT_KIND.items() if k == KIND[channel])}")
+        return cls({c: spec.columns.get(c, c) for c in CHANNELS}, dict(spec.units), spec.sign, dict(spec.topics),
+                   assume_sensor_at_p_center)
 
     def factor(self, channel):
         return UNITS[self.units.get(channel, {"t": "s", "x": "m", "z": "m", "phi": "rad", "fx": "N", "fz": "N",
                                               "tau": "N*m"}[channel])]
 
 
-def _metadata(meta: dict, path):
+def _metadata(meta: dict, path, mapping: Mapping):
     try:
-        return dict(theta_des=np.array(meta["theta_des"], float), v_des=np.array(meta["v_des"], float),
-                    t_total=float(meta["t_total"]), medium=str(meta.get("medium", "unknown")),
-                    sensor_offset=np.array(meta.get("sensor_offset", [0.0, 0.0]), float),
-                    sensor_angle=float(meta.get("sensor_angle", 0.0)),
-                    velocity_scale=np.array(meta["velocity_scale"], float) if "velocity_scale" in meta else None)
-    except KeyError as exc:
-        raise BadRun(f"{path}: metadata lacks {exc}") from None
-    except (TypeError, ValueError) as exc:
-        raise BadRun(f"{path}: bad metadata ({exc})") from None
+        side = parse(meta, Sidecar, f"{path} (metadata)")
+    except GranularError as exc:
+        raise BadRun(str(exc)) from None
+    if abs(side.sign) != 1.0:
+        raise BadRun(f"{path} (metadata): sign must be 1 or -1, got {side.sign:g}")
+    if side.sensor_offset is None or side.sensor_angle is None:
+        if not mapping.assume_sensor_at_p_center:
+            raise BadRun(f"{path} (metadata): no sensor mount (sensor_offset [m, m] and sensor_angle [rad]); give "
+                         "them, or pass --assume-sensor-at-p-center if the sensor sits at p_center, aligned")
+    return dict(theta_des=np.array(side.theta_des), v_des=np.array(side.v_des), t_total=side.t_total,
+                medium=side.medium, sensor_offset=np.array(side.sensor_offset or (0.0, 0.0)),
+                sensor_angle=side.sensor_angle or 0.0, sign=side.sign,
+                velocity_scale=None if side.velocity_scale is None else np.array(side.velocity_scale))
 
 
 def read_run(path, mapping: Mapping = Mapping.load()) -> Run:
@@ -114,38 +158,81 @@ def read_run(path, mapping: Mapping = Mapping.load()) -> Run:
         try:
             with h5py.File(path, "r") as f:
                 cols = {c: f[mapping.columns[c]][()] for c in CHANNELS if mapping.columns[c] in f}
-                meta = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in f.attrs.items()}
+                meta = {k: _plain(v) for k, v in f.attrs.items()}
         except OSError as exc:
             raise BadRun(f"{path}: not a readable HDF5 file ({exc})") from None
     else:
         meta = _sidecar(path)
-        with path.open(newline="") as fh:
-            rows = list(csv.DictReader(fh))
-        names = set(rows[0]) if rows else set()
-        cols = {}
-        for c in CHANNELS:
-            if mapping.columns[c] in names:
-                try:
-                    cols[c] = np.array([float(r[mapping.columns[c]] or "nan") for r in rows])
-                except ValueError:
-                    raise BadRun(f"{path}: column {mapping.columns[c]!r} holds non-numbers") from None
+        cols = _read_csv(path, mapping)
     missing = [mapping.columns[c] for c in CHANNELS if c not in cols]
     if missing:
         raise BadRun(f"{path}: missing column(s) {', '.join(missing)}")
     si = {c: np.asarray(cols[c], float) * mapping.factor(c) for c in CHANNELS}
+    meta = _metadata(meta, path, mapping)
     return Run(path, si["t"], np.column_stack([si["x"], si["z"], si["phi"]]),
-               mapping.sign * np.column_stack([si["fx"], si["fz"], si["tau"]]), **_metadata(meta, path))
+               mapping.sign * meta["sign"] * np.column_stack([si["fx"], si["fz"], si["tau"]]), **meta)
+
+
+def _read_csv(path: Path, mapping: Mapping) -> dict:
+    """The mapped columns of a CSV file; a UTF-8 byte-order mark and spaces around names are fine."""
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as fh:
+            reader = csv.reader(fh)
+            header = [name.strip() for name in next(reader, [])]
+            rows = list(reader)
+    except UnicodeDecodeError as exc:
+        raise BadRun(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    cols = {}
+    for c in CHANNELS:
+        if mapping.columns[c] in header:
+            k = header.index(mapping.columns[c])
+            try:
+                cols[c] = np.array([float(r[k].strip() or "nan") if k < len(r) else np.nan for r in rows])
+            except ValueError:
+                raise BadRun(f"{path}: column {mapping.columns[c]!r} holds non-numbers") from None
+    return cols
+
+
+def _plain(value):
+    """An HDF5 attribute as plain Python data (for the metadata schema)."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        value = value.tolist()
+    return value.decode(errors="replace") if isinstance(value, bytes) else value
+
+
+def _velocity_scale(samples, given=None) -> np.ndarray:
+    """The direction grid's velocity scale: given, else the runs' own (which must agree), else the
+    largest speed seen on each axis (right when the runs cover the whole sphere)."""
+    if given is not None:
+        scale = np.asarray(given, float)
+    else:
+        recorded = [(r.path, r.velocity_scale) for r, _, _ in samples if r.velocity_scale is not None]
+        for path, s in recorded[1:]:
+            if not np.allclose(s, recorded[0][1], rtol=1e-9):
+                raise GranularError(f"runs disagree on velocity_scale: {recorded[0][0]} has "
+                                    f"{recorded[0][1].tolist()}, {path} has {s.tolist()}")
+        scale = recorded[0][1] if recorded else np.max(np.abs([r.v_des for r, _, _ in samples]), axis=0)
+    return np.where(scale > 0, scale, 1.0)
+
+
+def sidecar_path(path: Path) -> Path:
+    """``run.csv`` → ``run.json``; a ROS 2 bag folder ``bag_d0.04`` → ``bag_d0.04.json`` beside it."""
+    path = Path(path)
+    return path.parent / f"{path.name}.json" if path.is_dir() else path.with_suffix(".json")
 
 
 def _sidecar(path: Path) -> dict:
-    """The run's metadata from ``<name>.json`` beside it (CSV files and ROS 2 bags)."""
-    sidecar = path.with_suffix(".json")
+    """The run's metadata from its JSON sidecar (CSV files and ROS 2 bags)."""
+    sidecar = sidecar_path(path)
     if not sidecar.is_file():
         raise BadRun(f"{path}: missing metadata sidecar {sidecar.name}")
     try:
-        return json.loads(sidecar.read_text())
-    except json.JSONDecodeError as exc:
+        meta = json.loads(sidecar.read_bytes().decode("utf-8-sig"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise BadRun(f"{sidecar}: not valid JSON ({exc})") from None
+    if not isinstance(meta, dict):
+        raise BadRun(f"{sidecar}: should hold a JSON object, not {type(meta).__name__}")
+    return meta
 
 
 WRENCH_MSG, POSE_MSG = "geometry_msgs/msg/WrenchStamped", "geometry_msgs/msg/PoseStamped"
@@ -274,7 +361,7 @@ def assemble(paths, out_medium=None, mapping: Mapping = Mapping.load(), cutoff=D
     from tqdm import tqdm
 
     directions = sphere_directions(m)
-    paths = list(paths)
+    paths = list({Path(p).resolve(): p for p in paths}.values())  # a run named twice counts once
     samples, skipped = [], []
     for path in tqdm(paths, desc="ingest", disable=None if progress else True):
         try:
@@ -289,23 +376,12 @@ def assemble(paths, out_medium=None, mapping: Mapping = Mapping.load(), cutoff=D
             log.warning("skipped %s", exc)
     if not samples:
         raise GranularError(f"no good runs among the {len(paths)} given")
-    recorded = [r.velocity_scale for r, _, _ in samples if r.velocity_scale is not None]
-    if velocity_scale is not None:
-        scale = np.asarray(velocity_scale, float)
-    elif recorded:
-        scale = recorded[0]
-    else:  # the largest speed seen on each axis: right when the runs cover the whole sphere
-        scale = np.max(np.abs([r.v_des for r, _, _ in samples]), axis=0)
-    scale = np.where(scale > 0, scale, 1.0)
+    scale = _velocity_scale(samples, velocity_scale)
     configs = np.unique(np.round([r.theta_des for r, _, _ in samples], 9), axis=0)
     if not np.any(np.all(configs == 0, axis=1)):  # the paper's zero wrench at zero depth
         configs = np.vstack([[[0.0, 0.0]], configs])
     surface = np.all(configs == 0, axis=1)
-    wrenches = np.full((len(configs), m, 3), np.nan)
-    valid = np.zeros((len(configs), m), bool)
-    pose_error = np.full((len(configs), m), np.nan)
-    residual = np.full((len(configs), m), np.nan)
-    wrenches[surface], valid[surface] = 0.0, True
+    trials = {}
     for run, w, quality in samples:
         j = int(np.argmin(np.abs(configs - run.theta_des).sum(axis=1)))
         u = run.v_des / scale
@@ -315,11 +391,26 @@ def assemble(paths, out_medium=None, mapping: Mapping = Mapping.load(), cutoff=D
             skipped.append(f"{run.path}: v_des {run.v_des.tolist()} is not one of the {m} grid directions")
             log.warning("skipped %s", skipped[-1])
             continue
-        wrenches[j, i], valid[j, i] = w, True
-        pose_error[j, i], residual[j, i] = quality["pose_error_s"], quality["filter_residual"]
+        trials.setdefault((j, i), []).append((w, quality))
+    wrenches = np.full((len(configs), m, 3), np.nan)
+    valid = np.zeros((len(configs), m), bool)
+    pose_error, residual, count = (np.full((len(configs), m), np.nan) for _ in range(3))
+    spread = np.full((len(configs), m, 3), np.nan)
+    wrenches[surface], valid[surface] = 0.0, True
+    for (j, i), group in trials.items():
+        ws = np.array([w for w, _ in group])
+        wrenches[j, i], valid[j, i], count[j, i] = ws.mean(axis=0), True, len(group)
+        spread[j, i] = ws.std(axis=0, ddof=1) if len(group) > 1 else 0.0
+        pose_error[j, i] = np.mean([q["pose_error_s"] for _, q in group])
+        residual[j, i] = np.mean([q["filter_residual"] for _, q in group])
+    repeated = int((count > 1).sum())
+    if repeated:
+        log.info("%d (θ_des, direction) cells had repeated trials: averaged, their standard deviation kept as "
+                 "provenance 'trial_spread'", repeated)
     log.info("ingested %d run(s), skipped %d; %d of %d samples below the surface valid", len(paths) - len(skipped),
              len(skipped), int(valid[~surface].sum()), valid[~surface].size)
     return WrenchDataset(configs=configs, directions=directions, velocity_scale=scale, wrenches=wrenches,
                          valid=valid, medium=out_medium or samples[0][0].medium, source=source, foot=foot,
                          provenance={"cutoff_hz": cutoff, "pose_error_s": pose_error, "filter_residual": residual,
+                                     "trials": np.nan_to_num(count), "trial_spread": spread,
                                      "skipped": json.dumps(skipped)})

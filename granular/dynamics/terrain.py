@@ -98,23 +98,3 @@ def flat(height: float = 0.0) -> Terrain:
 def slope(angle: float, height: float = 0.0) -> Terrain:
     """A plane through (0, height) rising at ``angle`` (rad) towards +x."""
     return Terrain((-1e3, 1e3), (height - 1e3 * np.tan(angle), height + 1e3 * np.tan(angle)))
-
-
-def from_spec(spec: dict, where: str = "terrain") -> Terrain:
-    """A terrain from a scenario's [terrain] table: kind = flat | slope | profile."""
-    kind = spec.get("kind", "flat")
-    try:
-        if kind == "flat":
-            return flat(float(spec.get("height", 0.0)))
-        if kind == "slope":
-            return slope(float(spec["angle"]), float(spec.get("height", 0.0)))
-        if kind == "profile":
-            pts = np.asarray(spec["points"], dtype=float)
-            if pts.ndim != 2 or pts.shape[1] != 2:
-                raise GranularError(f"{where}: points must be a list of [x, z] pairs")
-            return Terrain(tuple(pts[:, 0]), tuple(pts[:, 1]))
-    except KeyError as exc:
-        raise GranularError(f"{where}: kind {kind!r} needs key {exc}") from None
-    except GranularError as exc:
-        raise GranularError(f"{where}: {exc}") from None
-    raise GranularError(f"{where}: unknown kind {kind!r}; choose flat, slope or profile")

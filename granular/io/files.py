@@ -48,3 +48,35 @@ def read_toml(path, what: str = "file", known=None, required=()) -> dict:
         if key not in spec:
             raise GranularError(f"{path}: missing key {key!r}")
     return spec
+
+
+def check_output(path, inputs=(), directory: bool = False, what: str = "output"):
+    """Refuse, before any work, an output path that cannot be written or that is one of ``inputs``.
+
+    ``directory``: the output is a folder of files (figures), else a single file. Missing parent
+    folders are fine (they are created on writing) if the nearest existing one is writable.
+    """
+    import tempfile
+
+    from granular.errors import GranularError
+
+    path = Path(path)
+    for given in inputs:
+        given = Path(given)
+        same = given.exists() and path.exists() and os.path.samefile(given, path)
+        if same or path.resolve() == given.resolve():
+            raise GranularError(f"{what} {path} is also an input ({given}); choose another path, nothing was written")
+    if path.exists() and path.is_dir() != directory:
+        kind = "a directory" if path.is_dir() else "a file"
+        raise GranularError(f"{what} {path} is {kind}; expected {'a directory' if directory else 'a file path'}")
+    folder = path if directory else path.parent
+    while not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir():
+        raise GranularError(f"{what} {path}: {folder} is not a directory")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".granular-probe-", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise GranularError(f"{what} {path}: cannot write in {folder} ({exc.strerror or exc})") from None

@@ -11,15 +11,17 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated, Literal
 
 import numpy as np
+from msgspec import Meta
 from tqdm import tqdm
 
 from granular.data import dataset as wd
 from granular.learning import model as wm
 from granular.wrench import polytopes as wrenchspace
 from granular.errors import GranularError
-from granular.io.files import read_toml
+from granular.io.schema import Finite, Schema, load
 from granular.learning.regressors import REGRESSORS
 
 log = logging.getLogger(__name__)
@@ -110,15 +112,25 @@ class Job:
     plot_thetas: list = field(default_factory=list)
 
 
+class JobFile(Schema):
+    """A training job file (training/*.toml); paths are relative to the file."""
+
+    dataset: str
+    out: str
+    regressor: Literal["rbf", "gp", "svr"] = "rbf"
+    cv: Annotated[int, Meta(ge=0, le=1000)] = 0
+    figures: str | None = None
+    fixed_normals: tuple[Annotated[int, Meta(ge=8, le=256)], ...] = (16, 32, 64)
+    plot_thetas: tuple[tuple[Finite, Finite], ...] = ()
+
+
 def load_job(path) -> Job:
     path = Path(path)
-    spec = read_toml(path, "training job", known=Job.__dataclass_fields__, required=("dataset", "out"))
-    for key in ("dataset", "out", "figures"):
-        if key in spec:
-            spec[key] = (path.parent / spec[key]).resolve()
-    if spec.get("regressor", "rbf") not in REGRESSORS:
-        raise GranularError(f"{path}: regressor must be one of {', '.join(REGRESSORS)}")
-    return Job(**spec)
+    spec = load(path, JobFile, "training job")
+    where = lambda p: None if p is None else (path.parent / p).resolve()  # noqa: E731
+    return Job(dataset=where(spec.dataset), out=where(spec.out), regressor=spec.regressor, cv=spec.cv,
+               figures=where(spec.figures), fixed_normals=list(spec.fixed_normals),
+               plot_thetas=[list(x) for x in spec.plot_thetas])
 
 
 def run_job(job: Job, progress: bool = False):

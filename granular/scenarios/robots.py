@@ -9,13 +9,14 @@ its ankle, its axis pointing up to the ankle.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Annotated
 
 import numpy as np
+from msgspec import Meta
 
 from granular.contact.detection import FootContact
 from granular.errors import GranularError
-from granular.io.files import read_toml
+from granular.io.schema import Finite, Positive, Schema, load
 from granular.foot import Foot
 from granular.dynamics.multibody import Body, MultiBody
 
@@ -70,60 +71,83 @@ class Quadruped:
         return q
 
 
-def _value(table, key, where, positive=True):
-    if key not in table:
-        raise GranularError(f"{where}: missing {key!r}")
-    value = table[key]
-    if not isinstance(value, (int, float)) or not np.isfinite(value) or (positive and value <= 0):
-        raise GranularError(f"{where}: {key} must be a {'positive ' if positive else ''}number, got {value!r}")
-    return float(value)
+class Torso(Schema):
+    mass: Positive              # kg
+    inertia: Positive           # kg·m² about the pitch axis
+    hip_x: Positive             # m: limb mounts at x = ±hip_x
+    hip_z: Finite = 0.0
+
+
+class Link(Schema):
+    mass: Positive
+    length: Positive
+
+
+class FootLink(Schema):
+    mass: Positive
+    inertia: Positive
+
+
+class Joint(Schema):
+    kp: Positive
+    kd: Positive
+    max_torque: Positive
+    limits: tuple[Finite, Finite] = (-np.pi, np.pi)
+
+
+class Joints(Schema):
+    hip: Joint
+    knee: Joint
+    ankle: Joint
+
+
+class Grains(Schema):
+    factor: Annotated[float, Meta(ge=0.0, le=100.0)] = 2.0   # M_g = factor × the foot's mass and inertia
+
+
+class QuadrupedSpec(Schema):
+    """A quadruped spec file (sim/robots/*.toml)."""
+
+    torso: Torso
+    thigh: Link
+    shank: Link
+    foot: FootLink
+    joints: Joints
+    grains: Grains = Grains()
 
 
 def load_quadruped(path, foot: Foot) -> Quadruped:
     """Build the quadruped of a spec file; ``foot`` is the geometry the medium model was learned for."""
-    path = Path(path)
-    spec = read_toml(path, "robot spec")
-    where = f"robot spec {path}"
-    for section in ("torso", "thigh", "shank", "foot", "joints"):
-        if section not in spec:
-            raise GranularError(f"{where}: missing section [{section}]")
-    t, th, sh, ft = spec["torso"], spec["thigh"], spec["shank"], spec["foot"]
-    L1, L2 = _value(th, "length", f"{where} [thigh]"), _value(sh, "length", f"{where} [shank]")
-    m1, m2 = _value(th, "mass", f"{where} [thigh]"), _value(sh, "mass", f"{where} [shank]")
-    mf, If = _value(ft, "mass", f"{where} [foot]"), _value(ft, "inertia", f"{where} [foot]")
-    hip_x = _value(t, "hip_x", f"{where} [torso]")
-    hip_z = _value(t, "hip_z", f"{where} [torso]", positive=False)
-    bodies = [Body("torso", _value(t, "mass", f"{where} [torso]"), _value(t, "inertia", f"{where} [torso]"))]
+    spec = load(path, QuadrupedSpec, "robot spec")
+    for name in JOINTS:
+        lo, hi = getattr(spec.joints, name).limits
+        if not lo < hi:
+            raise GranularError(f"{path}: joints.{name}.limits must be [lower, upper] with lower < upper")
+    t, th, sh, ft = spec.torso, spec.thigh, spec.shank, spec.foot
+    L1, L2, m1, m2 = th.length, sh.length, th.mass, sh.mass
+    bodies = [Body("torso", t.mass, t.inertia)]
     for limb, side in LIMBS:
         bodies += [Body(f"{limb}_thigh", m1, m1 * L1**2 / 12, com=(0.0, -L1 / 2), parent="torso",
-                        joint=(side * hip_x, hip_z)),
+                        joint=(side * t.hip_x, t.hip_z)),
                    Body(f"{limb}_shank", m2, m2 * L2**2 / 12, com=(0.0, -L2 / 2), parent=f"{limb}_thigh",
                         joint=(0.0, -L1)),
-                   Body(f"{limb}_foot", mf, If, com=(0.0, -foot.length / 2), parent=f"{limb}_shank",
+                   Body(f"{limb}_foot", ft.mass, ft.inertia, com=(0.0, -foot.length / 2), parent=f"{limb}_shank",
                         joint=(0.0, -L2))]
     mb = MultiBody(tuple(bodies))
-    factor = float(spec.get("grains", {}).get("factor", 2.0))
+    k = spec.grains.factor
     contacts = tuple(FootContact(limb, mb.index(f"{limb}_foot"), p_center=(0.0, -foot.length), axis=(0.0, 1.0),
-                                 foot=foot, grain_mass=(factor * mf, factor * mf, factor * If))
+                                 foot=foot, grain_mass=(k * ft.mass, k * ft.mass, k * ft.inertia))
                      for limb, _ in LIMBS)
     n = mb.ndof
     gains = {k: np.zeros(n) for k in ("kp", "kd", "max_torque")}
     lower, upper = np.full(n, -np.inf), np.full(n, np.inf)
     dofs = np.array([[2 + mb.index(f"{limb}_{body}") for body in ("thigh", "shank", "foot")] for limb, _ in LIMBS])
-    robot = Quadruped(mb, contacts, L1, L2, hip_x, hip_z, gains["kp"], gains["kd"], gains["max_torque"], lower, upper,
-                      dofs)
-    for joint in JOINTS:
-        if joint not in spec["joints"]:
-            raise GranularError(f"{where}: [joints] has no entry for joint {joint!r}")
-        j = spec["joints"][joint]
-        jw = f"{where} [joints.{joint}]"
-        lo, hi = j.get("limits", [-np.pi, np.pi])
-        if not lo < hi:
-            raise GranularError(f"{jw}: limits must be [lower, upper] with lower < upper")
+    robot = Quadruped(mb, contacts, L1, L2, t.hip_x, t.hip_z, gains["kp"], gains["kd"], gains["max_torque"], lower,
+                      upper, dofs)
+    for name in JOINTS:
+        j = getattr(spec.joints, name)
         for limb, _ in LIMBS:
-            i = robot.joint(limb, joint)
-            gains["kp"][i] = _value(j, "kp", jw)
-            gains["kd"][i] = _value(j, "kd", jw)
-            gains["max_torque"][i] = _value(j, "max_torque", jw)
-            lower[i], upper[i] = lo, hi
+            i = robot.joint(limb, name)
+            gains["kp"][i], gains["kd"][i], gains["max_torque"][i] = j.kp, j.kd, j.max_torque
+            lower[i], upper[i] = j.limits
     return robot

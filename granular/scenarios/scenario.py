@@ -8,25 +8,129 @@ its mutable state); :func:`run` steps and records it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Annotated, Literal
 
+import msgspec
 import numpy as np
+from msgspec import Meta
 
 from granular.contact.detection import FootContact
 from granular.contact.qp import make_solver
 from granular.dynamics import terrain as terrain_mod
 from granular.dynamics.multibody import Body, MultiBody
 from granular.errors import GranularError
-from granular.io.files import read_toml
+from granular.io.schema import Finite, NonNegative, Positive, Schema, load as load_schema, parse
 from granular.io.resources import shipped
 from granular.scenarios.control import Hold, JointPD, Keyframes, Passive, Path as RefPath, PIDTracker, Trot
 from granular.scenarios.robots import load_quadruped
 from granular.simulation.simulation import Recorder, Run, Simulation
 from granular.simulation.step import SimModel, State
 
-TOP_KEYS = {"description", "duration", "dt", "medium", "solver", "representation", "normals", "terrain",
-            "robot", "initial", "control"}
+LIMBS = Literal["front_1", "front_2", "rear_1", "rear_2"]
+XZ = tuple[Finite, Finite]
+
+
+class Flat(Schema, tag="flat", tag_field="kind"):
+    height: Finite = 0.0
+
+
+class Slope(Schema, tag="slope", tag_field="kind"):
+    angle: Annotated[float, Meta(ge=-1.2, le=1.2)]  # rad, counter-clockwise
+    height: Finite = 0.0
+
+
+class Profile(Schema, tag="profile", tag_field="kind"):
+    points: Annotated[list[XZ], Meta(min_length=2)]
+
+
+class FootRobot(Schema, tag="foot", tag_field="kind"):
+    mass: Positive = 7.357                   # kg (paper §IV-C1)
+    inertia: Positive = 0.061                # kg·m²
+    grain_mass: tuple[NonNegative, NonNegative, NonNegative] | None = None  # default: twice the foot's
+    com_height: Finite | None = None         # m up the axis from p_center; default: half the foot
+
+
+class QuadrupedRobot(Schema, tag="quadruped", tag_field="kind"):
+    spec: str                                # robot spec file, relative to the scenario file
+
+
+class Initial(Schema):
+    x: Finite = 0.0
+    z: Finite | None = None                  # base frame height, or:
+    height: Finite | None = None             # base frame height above the terrain at x
+    angle: Finite = 0.0
+    vx: Finite = 0.0
+    vz: Finite = 0.0
+    omega: Finite = 0.0
+
+
+class Line(Schema, tag="line", tag_field="kind"):
+    duration: Positive
+    start: XZ = (0.0, 0.0)
+    velocity: XZ = (0.0, 0.0)
+    angle: Finite = 0.0
+
+
+class Arc(Schema, tag="arc", tag_field="kind"):
+    duration: Positive
+    center: XZ
+    radius: Positive
+    from_angle: Finite
+    to_angle: Finite
+    angle: Finite = 0.0
+
+
+Gains = tuple[NonNegative, NonNegative, NonNegative]
+
+
+class NoControl(Schema, tag="none", tag_field="kind"):
+    pass
+
+
+class Track(Schema, tag="track", tag_field="kind"):
+    path: Line | Arc
+    kp: Gains = (8000.0, 20000.0, 300.0)
+    ki: Gains = (4000.0, 6000.0, 1000.0)
+    kd: Gains = (200.0, 400.0, 10.0)
+    weight_feedforward: bool = True
+
+
+class TrotGait(Schema, tag="trot", tag_field="kind"):
+    period: Annotated[float, Meta(ge=0.05, le=100.0)] = 0.8   # s per gait cycle
+    step: Finite = 0.12                                        # m stroke
+    lift: NonNegative = 0.08                                   # m swing height
+    z: Annotated[float, Meta(ge=-2.0, lt=0.0)] = -0.62         # m ankle below the hip
+    start: NonNegative = 0.5                                   # s of standing first
+
+
+class HoldPose(Schema, tag="hold", tag_field="kind"):
+    legs: dict[LIMBS, XZ]
+
+
+class KeyframeGait(Schema, tag="keyframes", tag_field="kind"):
+    frames: Annotated[list[dict[str, float | tuple[float, float]]], Meta(min_length=1)]  # {t = …, limb = [x, z]}
+
+
+class ScenarioFile(Schema):
+    """A scenario file (sim/README.md documents the keys)."""
+
+    duration: Annotated[float, Meta(gt=0.0, le=1e4)]   # s
+    robot: FootRobot | QuadrupedRobot
+    dt: Annotated[float, Meta(ge=1e-5, le=0.05)] = 1e-3
+    medium: str = "sand"
+    solver: Literal["daqp", "quadprog", "osqp", "cvxpy"] = "daqp"
+    representation: Literal["fixed", "exact"] = "fixed"
+    normals: Annotated[int, Meta(ge=8, le=256)] = 32
+    description: str = ""
+    terrain: Flat | Slope | Profile = Flat()
+    initial: Initial = Initial()
+    control: NoControl | Track | TrotGait | HoldPose | KeyframeGait = NoControl()
+
+
+CHOICES = {"terrain.kind": ("flat", "slope", "profile"), "robot.kind": ("foot", "quadruped"),
+           "control.kind": ("none", "track", "trot", "hold", "keyframes"), "control.path.kind": ("line", "arc")}
 
 
 @dataclass(frozen=True)
@@ -74,49 +178,24 @@ def find(name: str) -> Path:
 
 
 def load(name: str) -> Scenario:
+    """A scenario file, checked against :class:`ScenarioFile`."""
     path = find(name)
-    spec = read_toml(path, "scenario", known=TOP_KEYS, required=("duration", "robot"))
-    where = str(path)
-    tables = {}
-    for key in ("terrain", "robot", "initial", "control"):
-        tables[key] = spec.get(key, {})
-        if not isinstance(tables[key], dict):
-            raise GranularError(f"{where}: [{key}] must be a table")
-    for key in ("medium", "solver", "representation", "description"):
-        if key in spec and not isinstance(spec[key], str):
-            raise GranularError(f"{where}: {key} must be a string, got {spec[key]!r}")
-    normals = _number(spec, "normals", where, 32, positive=True)
-    if normals != int(normals):
-        raise GranularError(f"{where}: normals must be a whole number, got {normals}")
-    return Scenario(name=path.stem, path=path, duration=_number(spec, "duration", where, positive=True),
-                    dt=_number(spec, "dt", where, 1e-3, positive=True), medium=spec.get("medium", "sand"),
-                    solver=spec.get("solver", "daqp"), representation=spec.get("representation", "fixed"),
-                    normals=int(normals), description=spec.get("description", ""), **tables)
+    parsed = load_schema(path, ScenarioFile, "scenario", CHOICES)
+    return Scenario(name=path.stem, path=path, **msgspec.to_builtins(parsed))
 
 
-def _number(table, key, where, default=None, positive=False):
-    value = table.get(key, default)
-    if value is None:
-        raise GranularError(f"{where}: missing {key!r}")
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        raise GranularError(f"{where}: {key} must be a number, got {value!r}") from None
-    if not np.isfinite(value) or (positive and value <= 0):
-        raise GranularError(f"{where}: {key} must be a {'positive' if positive else 'finite'} number, got {value}")
-    return value
+def checked(scenario: Scenario) -> ScenarioFile:
+    """The scenario, overrides included, checked against the schema."""
+    fields = {k: v for k, v in asdict(scenario).items() if k not in ("name", "path")}
+    return parse(fields, ScenarioFile, scenario.where, CHOICES)
 
 
-def single_foot(robot: dict, foot, where: str):
+def single_foot(robot: FootRobot, foot):
     """A free foot: its body frame sits at p_center with z along the axis; its COM is
     ``com_height`` up the axis (default: halfway, a uniform cylinder)."""
-    mass = _number(robot, "mass", where, 7.357, positive=True)
-    inertia = _number(robot, "inertia", where, 0.061, positive=True)
-    grains = robot.get("grain_mass", [2 * mass, 2 * mass, 2 * inertia])
-    if len(grains) != 3 or any(not np.isfinite(g) or g < 0 for g in grains):
-        raise GranularError(f"{where}: grain_mass must be three non-negative numbers (kg, kg, kg·m²)")
-    com = _number(robot, "com_height", where, foot.length / 2)
-    mb = MultiBody((Body("foot", mass, inertia, com=(0.0, com)),))
+    grains = robot.grain_mass or (2 * robot.mass, 2 * robot.mass, 2 * robot.inertia)
+    com = foot.length / 2 if robot.com_height is None else robot.com_height
+    mb = MultiBody((Body("foot", robot.mass, robot.inertia, com=(0.0, com)),))
     return mb, (FootContact("foot", 0, foot=foot, grain_mass=tuple(grains)),)
 
 
@@ -124,93 +203,95 @@ def build(scenario: Scenario) -> Simulation:
     """The scenario's simulation at its initial state."""
     from granular.learning.catalog import load_model
 
+    spec = checked(scenario)
     where = scenario.where
-    wrenches = load_model(scenario.medium)
-    robot_spec = scenario.robot
-    kind = robot_spec.get("kind", "foot")
+    wrenches = load_model(spec.medium)
     robot = None
-    if kind == "foot":
-        mb, contacts = single_foot(robot_spec, wrenches.dataset.foot, f"{where} [robot]")
-    elif kind == "quadruped":
-        if "spec" not in robot_spec:
-            raise GranularError(f"{where} [robot]: kind 'quadruped' needs spec = 'robots/….toml'")
-        robot = load_quadruped(Path(scenario.path).parent / robot_spec["spec"], wrenches.dataset.foot)
+    if isinstance(spec.robot, FootRobot):
+        mb, contacts = single_foot(spec.robot, wrenches.dataset.foot)
+    else:
+        robot = load_quadruped(Path(scenario.path).parent / spec.robot.spec, wrenches.dataset.foot)
         mb, contacts = robot.multibody, robot.contacts
-    else:
-        raise GranularError(f"{where} [robot]: unknown kind {kind!r}; choose 'foot' or 'quadruped'")
-    ground = terrain_mod.from_spec(scenario.terrain, f"{where} [terrain]")
-    model = SimModel(mb, contacts, ground, wrenches, dt=scenario.dt, representation=scenario.representation,
-                     normals=scenario.normals)
-    controller = make_controller(scenario.control, mb, scenario.dt, f"{where} [control]", robot)
-    state = initial_state(scenario.initial, mb, ground, f"{where} [initial]", controller)
-    return Simulation(model, state, controller, make_solver(scenario.solver))
+    ground = make_terrain(spec.terrain)
+    model = SimModel(mb, contacts, ground, wrenches, dt=spec.dt, representation=spec.representation,
+                     normals=spec.normals)
+    controller = make_controller(spec.control, mb, spec.dt, f"{where} [control]", robot)
+    state = initial_state(spec.initial, mb, ground, f"{where} [initial]", controller)
+    return Simulation(model, state, controller, make_solver(spec.solver))
 
 
-def initial_state(init: dict, mb, ground, where, controller=None):
+def make_terrain(spec):
+    if isinstance(spec, Flat):
+        return terrain_mod.flat(spec.height)
+    if isinstance(spec, Slope):
+        return terrain_mod.slope(spec.angle, spec.height)
+    pts = np.asarray(spec.points, dtype=float)
+    return terrain_mod.Terrain(tuple(pts[:, 0]), tuple(pts[:, 1]))
+
+
+def initial_state(init: Initial, mb, ground, where, controller=None):
     """Base pose and velocity from [initial]; joints at the controller's first targets."""
-    x = _number(init, "x", where, 0.0)
-    if "height" in init:
-        z = float(ground.height(x)) + _number(init, "height", where)
-    else:
-        z = _number(init, "z", where, 0.0)
+    if init.z is not None and init.height is not None:
+        raise GranularError(f"{where}: give z or height, not both")
+    z = float(ground.height(init.x)) + init.height if init.height is not None else (init.z or 0.0)
     q = np.zeros(mb.ndof)
     v = np.zeros(mb.ndof)
-    q[:3] = x, z, _number(init, "angle", where, 0.0)
-    v[:3] = [_number(init, k, where, 0.0) for k in ("vx", "vz", "omega")]
+    q[:3] = init.x, z, init.angle
+    v[:3] = init.vx, init.vz, init.omega
     if isinstance(controller, JointPD):
         q[3:] = controller.targets(0.0)
     return State(0.0, q, v)
 
 
-def make_controller(spec: dict, mb, dt, where, robot=None):
-    kind = spec.get("kind", "none")
-    if kind == "none":
+def make_controller(spec, mb, dt, where, robot=None):
+    if isinstance(spec, NoControl):
         return Passive(mb.ndof)
-    if kind == "track":
-        if "path" not in spec:
-            raise GranularError(f"{where}: kind 'track' needs a [control.path] table")
-        try:
-            path = RefPath(**spec["path"])
-        except TypeError as exc:
-            raise GranularError(f"{where}.path: {exc}") from None
-        except GranularError as exc:
-            raise GranularError(f"{where}.path: {exc}") from None
-        weight = float(mb.mass.sum() * mb.gravity) if spec.get("weight_feedforward", True) else 0.0
-        gains = {k: tuple(spec[k]) for k in ("kp", "ki", "kd") if k in spec}
-        return PIDTracker(path, dt, weight=weight, ndof=mb.ndof, **gains)
-    if kind in ("trot", "keyframes", "hold"):
-        if robot is None:
-            raise GranularError(f"{where}: kind {kind!r} needs a legged robot")
-        return JointPD(robot, _gait(kind, spec, robot, where))
-    raise GranularError(f"{where}: unknown control kind {kind!r}; choose none, track, trot, keyframes or hold")
+    if isinstance(spec, Track):
+        path = RefPath(kind=type(spec.path).__struct_config__.tag, **msgspec.structs.asdict(spec.path))
+        weight = float(mb.mass.sum() * mb.gravity) if spec.weight_feedforward else 0.0
+        return PIDTracker(path, dt, kp=spec.kp, ki=spec.ki, kd=spec.kd, weight=weight, ndof=mb.ndof)
+    if robot is None:
+        raise GranularError(f"{where}: kind {type(spec).__struct_config__.tag!r} needs a legged robot")
+    if isinstance(spec, TrotGait):
+        gait = Trot(robot, **msgspec.structs.asdict(spec))
+    elif isinstance(spec, HoldPose):
+        gait = Hold(robot, dict(spec.legs))
+    else:
+        gait = _keyframes(spec, robot, where)
+    return JointPD(robot, gait)
 
 
-def _legs(table: dict, where):
-    try:
-        return {limb: (float(x), float(z)) for limb, (x, z) in table.items()}
-    except (TypeError, ValueError):
-        raise GranularError(f"{where}: legs must map limb names to [x, z] ankle positions") from None
+def _keyframes(spec: KeyframeGait, robot, where):
+    times, poses = [], []
+    for i, frame in enumerate(spec.frames):
+        if not isinstance(frame.get("t"), float) or not np.isfinite(frame["t"]):
+            raise GranularError(f"{where}: frames[{i}] needs a time t = … (s)")
+        legs = {k: v for k, v in frame.items() if k != "t"}
+        unknown = set(legs) - set(LIMBS.__args__)
+        if unknown or any(not isinstance(v, tuple) or not np.isfinite(v).all() for v in legs.values()):
+            raise GranularError(f"{where}: frames[{i}]: each limb ({', '.join(LIMBS.__args__)}) maps to [x, z]")
+        times.append(frame["t"])
+        poses.append(legs)
+    return Keyframes(robot, tuple(times), tuple(poses))
 
 
-def _gait(kind, spec, robot, where):
-    try:
-        if kind == "trot":
-            return Trot(robot, **{k: float(v) for k, v in spec.items() if k != "kind"})
-        if kind == "hold":
-            return Hold(robot, _legs(spec["legs"], where))
-        frames = spec["frames"]
-        return Keyframes(robot, tuple(float(f["t"]) for f in frames),
-                         tuple(_legs({k: v for k, v in f.items() if k != "t"}, where) for f in frames))
-    except KeyError as exc:
-        raise GranularError(f"{where}: kind {kind!r} needs key {exc}") from None
-    except TypeError as exc:
-        raise GranularError(f"{where}: {exc}") from None
+#: The most steps one recorded run may take (its record grows by a few hundred bytes a step).
+MAX_STEPS = 2_000_000
+
+
+def check_size(scenario: Scenario) -> int:
+    """The run's number of steps, refused before any work if its record would not fit in memory."""
+    steps = int(round(scenario.duration / scenario.dt))
+    if steps > MAX_STEPS:
+        raise GranularError(f"{scenario.name}: {scenario.duration:g} s at dt = {scenario.dt:g} s is {steps:,} steps; "
+                            f"a recorded run takes at most {MAX_STEPS:,} (shorten --duration or raise --dt)")
+    return max(steps, 1)
 
 
 def run(scenario: Scenario, progress: bool = False) -> Run:
     """Build the scenario, step it for its duration and record it."""
+    steps = check_size(scenario)
     sim = build(scenario)
-    steps = int(round(scenario.duration / sim.model.dt))
     recorder = Recorder(sim, steps, scenario.name, sim.model.wrenches.dataset.medium)
     sim.rollout(steps, [recorder], progress=scenario.name if progress else None)
     return recorder.run

@@ -1,0 +1,106 @@
+"""Held-out DEM trajectories (issue 11): the prescribed paths, the 200 Hz resampling, resumability,
+and end to end a tiny YADE bed driven along a short path."""
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from granular.data import dem
+from granular.errors import GranularError
+from granular.foot import Foot
+
+needs_yade = pytest.mark.skipif(shutil.which("yade") is None,
+                                reason="YADE is not installed (tests/setup.sh installs it: apt-get install yade)")
+
+
+def test_the_validation_paths_are_well_formed_and_fit_the_training_bed():
+    assert {"diagonal", "arc", "plunge-drag", "tilted-plunge", "rotate"} <= set(dem.VALIDATION_PATHS)
+    scale = np.array(dem.BEADS_VELOCITY_SCALE)
+    for name, w in dem.VALIDATION_PATHS.items():
+        w = dem.check_path(dem.Bed(), w, Foot(), name)
+        assert 0.3 <= w[-1, 0] <= 0.6, name
+        assert w[:, 2].min() >= -dem.TRAINING_DEPTH and np.abs(w[:, 3]).max() <= dem.TRAINING_TILT, name
+        twist = np.diff(w[:, 1:], axis=0) / np.diff(w[:, :1], axis=0)
+        assert np.all(np.abs(twist) <= 2 * scale + 1e-9), f"{name} is far faster than the training runs"
+    assert np.ptp(dem.VALIDATION_PATHS["rotate"][:, 3]) == pytest.approx(0.6)
+    assert dem.VALIDATION_PATHS["tilted-plunge"][:, 3] == pytest.approx(0.5)
+
+
+def test_a_path_out_of_the_bed_or_malformed_is_refused():
+    bed, foot = dem.Bed(), Foot()
+    with pytest.raises(GranularError, match="deep"):
+        dem.check_path(bed, [[0, 0, 0, 0], [0.3, 0, -0.2, 0]], foot)
+    with pytest.raises(GranularError, match="long"):
+        dem.check_path(bed, [[0, 0, 0, 0], [0.3, 0.2, -0.03, 0]], foot)
+    with pytest.raises(GranularError, match="long"):   # a tilted foot leans back over the wall
+        dem.check_path(bed, [[0, -0.14, 0, 1.0], [0.3, -0.14, -0.06, 1.0]], foot)
+    with pytest.raises(GranularError, match="increase"):
+        dem.check_path(bed, [[0, 0, 0, 0], [0, 0, -0.01, 0]], foot)
+    with pytest.raises(GranularError, match="rows"):
+        dem.check_path(bed, [[0, 0, 0]], foot)
+
+
+def test_resampling_gives_200_hz_keeps_a_constant_and_cuts_noise():
+    t = np.arange(0, 0.5, 4.9e-4)    # YADE's record period is not a multiple of 5 ms
+    y = np.column_stack([np.full_like(t, 3.5), np.sin(2 * np.pi * 10 * t), np.sin(2 * np.pi * 300 * t)])
+    out, z = dem.resample(t, y)
+    assert np.allclose(np.diff(out), 1 / dem.PATH_RATE_HZ) and out[0] == 0 and out[-1] <= t[-1]
+    assert out[-1] > t[-1] - 1 / dem.PATH_RATE_HZ
+    assert np.allclose(z[:, 0], 3.5)
+    assert np.max(np.abs(z[20:-20, 1] - np.sin(2 * np.pi * 10 * out[20:-20]))) < 0.01
+    assert np.max(np.abs(z[20:-20, 2])) < 0.01
+
+
+def test_the_commanded_twist_is_the_segments():
+    w = dem.VALIDATION_PATHS["plunge-drag"]
+    v = dem.path_twist(w, np.array([0.0, 0.1, 0.3, 0.5]))
+    assert np.allclose(v, [[0, -0.2, 0], [0, -0.2, 0], [0.2, 0, 0], [0.2, 0, 0]])
+
+
+def test_resumability_refuses_other_parameters(tmp_path):
+    params = {"name": "arc_s1", "waypoints": dem.VALIDATION_PATHS["arc"].tolist(), "seed": 1}
+    for suffix in (".csv", ".json"):
+        (tmp_path / f"arc_s1{suffix}").write_text("recorded")
+    (tmp_path / "arc_s1.params.json").write_text(json.dumps(params))
+    assert dem.is_done(params, tmp_path)
+    assert not dem.is_done({**params, "waypoints": dem.VALIDATION_PATHS["diagonal"].tolist()}, tmp_path)
+    assert not dem.is_done({**params, "seed": 2}, tmp_path)
+
+
+def test_a_bed_folder_of_another_seed_is_refused_and_an_old_one_is_seed_0(tmp_path):
+    for name in ("bed.yade.gz", "bed.yade.gz.json"):
+        (tmp_path / name).write_text("{}")
+    bed = dem.Bed(600, (0.3, 0.14, 0.3))
+    old = {k: v for k, v in dem.asdict(bed).items() if k != "seed"}   # written before beds had seeds
+    (tmp_path / "bed.params.json").write_text(json.dumps({**old, "depth": bed.depth}))
+    assert dem.prepare_bed(bed, tmp_path) == tmp_path / "bed.yade.gz"
+    with pytest.raises(GranularError, match="seed 0"):
+        dem.prepare_bed(dem.Bed(600, (0.3, 0.14, 0.3), seed=2), tmp_path)
+    assert "seed=P.get(\"seed\")" in dem.BED_SCRIPT
+
+
+@pytest.mark.slow
+@needs_yade
+def test_tiny_prescribed_path_run_end_to_end(tmp_path):
+    bed = dem.Bed(400, (0.3, 0.14, 0.3), seed=1)
+    path = {"tiny": np.array([[0.0, 0.0, 0.0, 0.0], [0.05, 0.005, -0.01, 0.1]])}
+    out = tmp_path / "shipped"
+    paths = dem.acquire_paths(tmp_path / "runs", [bed], path, workers=1, out=out)
+    assert [p.endswith("tiny_s1.csv") for p in paths] == [True]
+    names = open(paths[0]).readline().strip().split(",")
+    assert names == ["t", "x", "z", "phi", "fx", "fz", "tau", "vx", "vz", "omega"]
+    rec = np.loadtxt(paths[0], delimiter=",", skiprows=1)
+    assert np.allclose(np.diff(rec[:, 0]), 0.005) and len(rec) == 11
+    assert np.allclose(rec[:, 1:4], [[0.1 * t, -0.2 * t, 2 * t] for t in rec[:, 0]], atol=1e-6)
+    assert np.allclose(rec[:, 7:], [0.1, -0.2, 2.0])
+    assert rec[-1, 5] > 0, "pushing down, the beads push back up"
+    raw = np.loadtxt(tmp_path / "runs" / "s1" / "tiny_s1.raw.csv", delimiter=",", skiprows=1)
+    assert np.median(np.diff(raw[:, 0])) == pytest.approx(dem.RECORD_PERIOD, rel=0.1)
+    side = json.loads((out / "tiny_s1.json").read_text())
+    assert side["path"] == "tiny" and side["seed"] == 1 and side["medium"] == "beads" and side["seconds"] > 0
+    assert side["bed"]["spheres"] > 0 and 0.3 < side["bed"]["packing_measured"] < 0.75
+    assert (out / "tiny_s1.csv").read_text() == open(paths[0]).read()
+    mtime = (tmp_path / "runs" / "s1" / "tiny_s1.csv").stat().st_mtime_ns
+    assert dem.acquire_paths(tmp_path / "runs", [bed], path, workers=1) == paths    # resumed: nothing redone
+    assert (tmp_path / "runs" / "s1" / "tiny_s1.csv").stat().st_mtime_ns == mtime
