@@ -42,13 +42,19 @@ def test_concavity_table(sand):
 def test_job_errors(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("dataset = 'x.h5'\nout = 'y.h5'\nregresor = 'rbf'\n")
-    with pytest.raises(GranularError, match="unknown key\\(s\\) regresor"):
+    with pytest.raises(GranularError, match="unknown field `regresor`"):
         training.load_job(bad)
     bad.write_text("dataset = \n")
     with pytest.raises(GranularError, match="not valid TOML"):
         training.load_job(bad)
     bad.write_text("out = 'y.h5'\n")
-    with pytest.raises(GranularError, match="missing key 'dataset'"):
+    with pytest.raises(GranularError, match="missing required field `dataset`"):
+        training.load_job(bad)
+    bad.write_text("dataset = 'x.h5'\nout = 'y.h5'\nplot_thetas = 'abc'\n")
+    with pytest.raises(GranularError, match="plot_thetas: expected a list, got a string"):
+        training.load_job(bad)
+    bad.write_bytes(b"dataset = 'x\xff.h5'\n")
+    with pytest.raises(GranularError, match="not UTF-8"):
         training.load_job(bad)
     with pytest.raises(GranularError, match="no such training job"):
         training.load_job(tmp_path / "none.toml")

@@ -82,7 +82,7 @@ class MappingFile(Schema):
     topics: dict[Literal["wrench", "pose"], str] = {}
 
 
-MAPPING_CHOICES = {"columns": CHANNELS, "units": CHANNELS, "topics": ("wrench", "pose")}
+MAPPING_CHOICES = {"columns": CHANNELS, "units": CHANNELS, "units[...]": tuple(UNIT_KIND), "topics": ("wrench", "pose")}
 
 
 class Sidecar(Schema):

@@ -1,4 +1,4 @@
-"""Atomic file writes: write to a temporary name beside the target, then rename it into place."""
+"""Atomic file writes (a temporary name beside the target, then a rename) and output checks."""
 from __future__ import annotations
 
 import contextlib
@@ -26,28 +26,6 @@ def atomic_path(path):
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-
-
-def read_toml(path, what: str = "file", known=None, required=()) -> dict:
-    """A TOML file as a dict, with one clear error for a missing file, bad TOML, unknown or missing keys."""
-    import tomllib
-
-    from granular.errors import GranularError
-
-    path = Path(path)
-    try:
-        spec = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise GranularError(f"{path}: no such {what}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise GranularError(f"{path}: not valid TOML ({exc})") from None
-    unknown = set(spec) - set(known) if known is not None else set()
-    if unknown:
-        raise GranularError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
-    for key in required:
-        if key not in spec:
-            raise GranularError(f"{path}: missing key {key!r}")
-    return spec
 
 
 def check_output(path, inputs=(), directory: bool = False, what: str = "output"):
