@@ -358,6 +358,42 @@ def cmd_acquire(args):
     _say(f"wrote {args.out}")
 
 
+def cmd_validate(args):
+    from granular.learning.catalog import load_model
+    from granular.scenarios import validation
+
+    _check_outputs(args, list(args.runs) + list(args.calibrate or []), files=(), folders=("plot",))
+    model = load_model(args.model)
+    source = None
+    if args.source:
+        kind, _, zeta = args.source.partition(":")
+        if kind != "rft":
+            raise GranularError(f"--source {args.source!r}: give rft:ZETA (N/cm³ per unit generic α), e.g. rft:1.2")
+        source = _number(0, 1e6, low_open=True)(zeta)
+    result = validation.validate(model, args.runs, calibrate=args.calibrate or (), cutoff=args.cutoff,
+                                 source_zeta=source)
+    if args.plot:
+        from granular.apps import plots
+
+        result["figures"] = plots.validation(model, args.runs, result, args.plot, args.cutoff)
+
+    def human(r):
+        keys = [k for k in ("model", "rft", "source") if k in r["mean"]]
+        _say(f"NRMSE (RMS error / RMS measured, samples > {r['depth_m'] * 1e3:g} mm deep), kinematic replay:")
+        _say(f"  {'run':<22}" + "".join(f"{k + ' fx/fz/τ/mean':>34}" for k in keys))
+        for name, row in r["runs"].items():
+            cells = "".join(f"{'  '.join(f'{row[k][c]:.2f}' for c in ('fx', 'fz', 'tau', 'mean')):>34}" for k in keys)
+            _say(f"  {name:<22}{cells}")
+        _say("  mean: " + ", ".join(f"{k} {v:.3f}" for k, v in r["mean"].items())
+             + (f" (RFT ζ = {r['rft_zeta']:.3g} fitted on the calibration runs)" if "rft_zeta" in r else ""))
+        if "spread" in r:
+            _say(f"  DEM spread (each realisation against the mean of the others): {r['spread']['mean']:.3f}")
+        for fig in r.get("figures", []):
+            _say(f"wrote {fig}")
+
+    _emit(result, args.json, human)
+
+
 def cmd_view(args):
     import socket
 
@@ -480,6 +516,16 @@ def build_parser():
     a.add_argument("--scheduler", help="address of an existing Dask scheduler (scale to many machines)")
     a.add_argument("--workdir", help="where runs are kept (resumable); default: OUT_runs/")
     a.set_defaults(func=cmd_acquire)
+
+    c = sub.add_parser("validate", help="score a model's wrenches against recorded trajectories (held-out DEM runs)")
+    c.add_argument("model", help="sand, pebbles, beads, or a model file (.h5)")
+    c.add_argument("runs", nargs="+", help="validation runs: CSV with a JSON sidecar (data/validation/*.csv)")
+    c.add_argument("--calibrate", nargs="+", help="runs on which direct RFT's ζ is fitted (the baseline)")
+    c.add_argument("--source", help="also score against the model's synthetic source, e.g. rft:1.2")
+    c.add_argument("--cutoff", type=_number(0, 1e6, low_open=True), default=50.0, help="low-pass cutoff (Hz)")
+    c.add_argument("--plot", help="directory for the figures")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(func=cmd_validate)
 
     v = sub.add_parser("view", help="the live viewer in the browser (or --replay a run file)")
     v.add_argument("scenario", nargs="?", default="quad-trot")

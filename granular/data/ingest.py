@@ -328,10 +328,27 @@ def _pass_time(run: Run):
 
 
 def lowpass(run: Run, cutoff: float) -> np.ndarray:
-    """The wrench samples through a zero-phase 2nd-order Butterworth low-pass filter (paper step 4)."""
-    fs = 1.0 / np.median(np.diff(run.t))
+    """The wrench samples through the low-pass filter of :func:`lowpass_samples` (paper step 4)."""
+    return lowpass_samples(run.t, run.wrench, cutoff)
+
+
+def lowpass_samples(t, samples, cutoff: float) -> np.ndarray:
+    """Samples (k, n) through a zero-phase 2nd-order Butterworth low-pass filter at ``cutoff`` Hz."""
+    fs = 1.0 / np.median(np.diff(t))
     b, a = butter(2, cutoff / (0.5 * fs))
-    return filtfilt(b, a, run.wrench, axis=0)
+    return filtfilt(b, a, samples, axis=0)
+
+
+def to_reference(w_s, phi, sensor_offset, sensor_angle: float, foot: Foot) -> np.ndarray:
+    """Sensor wrenches (k, 3) (force in the sensor frame, torque about the sensor origin) at tilts
+    ``phi`` (k,) → wrenches in F_r: force in F_c, torque about p_r (paper §III-B2, step 5)."""
+    w_s, phi = np.atleast_2d(w_s), np.atleast_1d(phi)
+    c, s = np.cos(phi + sensor_angle), np.sin(phi + sensor_angle)
+    force = np.column_stack([c * w_s[:, 0] - s * w_s[:, 1], s * w_s[:, 0] + c * w_s[:, 1]])
+    cp, sp = np.cos(phi), np.sin(phi)
+    arm = np.column_stack([cp * sensor_offset[0] - sp * sensor_offset[1], sp * sensor_offset[0] + cp * sensor_offset[1]])
+    arm = arm - foot.r_offset * foot_axis(phi).reshape(-1, 2)  # p_sensor − p_r, in F_c
+    return np.column_stack([force, w_s[:, 2] + cross2(arm, force)])
 
 
 def extract(run: Run, foot: Foot, cutoff: float = DEFAULT_CUTOFF_HZ):
@@ -342,17 +359,12 @@ def extract(run: Run, foot: Foot, cutoff: float = DEFAULT_CUTOFF_HZ):
     t_star, lag = _pass_time(run)
     w_s = np.array([np.interp(t_star, run.t, smooth[:, k]) for k in range(3)])
     phi = float(np.interp(t_star, run.t, run.pose[:, 2]))
-    c, s = np.cos(phi + run.sensor_angle), np.sin(phi + run.sensor_angle)
-    force = np.array([c * w_s[0] - s * w_s[1], s * w_s[0] + c * w_s[1]])
-    cp, sp = np.cos(phi), np.sin(phi)
-    arm = run.sensor_offset  # p_sensor − p_center, foot frame
-    arm_fc = np.array([cp * arm[0] - sp * arm[1], sp * arm[0] + cp * arm[1]]) - foot.r_offset * foot_axis(phi)
-    tau = w_s[2] + float(cross2(arm_fc, force))  # about p_r
+    wrench = to_reference(w_s, phi, run.sensor_offset, run.sensor_angle, foot)[0]
     t0 = run.t[0]
     quality = {"pose_error_s": lag, "filter_residual": residual, "t_pass": float(t_star - t0),
                "t_pass_expected": PASS_FRACTION * run.t_total,
                "flagged": bool(abs(t_star - t0 - PASS_FRACTION * run.t_total) > 0.1 * run.t_total)}
-    return np.array([force[0], force[1], tau]), quality
+    return wrench, quality
 
 
 def assemble(paths, out_medium=None, mapping: Mapping = Mapping.load(), cutoff=DEFAULT_CUTOFF_HZ, m: int = 26,

@@ -1,0 +1,195 @@
+"""How right are the forces? A model's wrenches against recorded trajectories (``granular validate``).
+
+A validation run is a trajectory of the foot along any path: per sample the pose (x, z, φ) of
+p_center relative to the undisturbed surface, the foot's twist (v_x, v_z, ω) of p_center in F_c
+(columns ``vx, vz, omega``, or else the pose's central difference after the same low-pass filter
+as the wrench) and the wrench on the foot in the foot frame about p_center (``fx, fz, tau``, as
+the DEM and rig records of :mod:`granular.data.ingest`). Its JSON sidecar names the ``path``, the
+``medium`` and the bed ``seed`` (runs of one path on several beds are realisations).
+
+Kinematic replay: at each sample, θ = (z, φ) and the twist give the model's maximum-dissipation
+wrench, the point of W(θ) with the least power w·v_r (v_r the twist at p_r), which is what the
+contact QP picks for a foot much heavier than the grains it drags. The score is the normalised
+RMS error NRMSE = RMS(pred − meas) / RMS(meas) per component, over the samples deeper than
+``DEPTH`` (the impact of the insertion and the grains' noise at the surface are left out).
+Baselines: direct RFT with ζ fitted by least squares on the calibration runs; the DEM's own
+spread (each realisation against the mean of the others on the same path).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from granular.errors import GranularError
+from granular.foot import Foot
+from granular.frames import cross2, foot_axis
+from granular.io.schema import Finite, NonNegative, Schema, load as load_schema
+
+COMPONENTS = ("fx", "fz", "tau")
+DEPTH = 0.005      # m: samples shallower than this are not scored
+MAX_JUMP = 0.02    # m (and rad): a larger pose change between samples is a broken record
+
+
+class ValidationSidecar(Schema):
+    path: str
+    medium: str = "unknown"
+    seed: int = 0
+    bed: dict = {}
+    sensor_offset: tuple[Finite, Finite] = (0.0, 0.0)
+    sensor_angle: Finite = 0.0
+    seconds: NonNegative | None = None
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """A validation run in SI units: pose (k, 3) of p_center, twist (k, 3), wrench (k, 3) in F_r."""
+
+    name: str
+    path: str
+    seed: int
+    t: np.ndarray
+    pose: np.ndarray
+    twist: np.ndarray
+    wrench: np.ndarray
+
+
+def read(path, foot: Foot = Foot(), cutoff: float = 50.0) -> Trajectory:
+    """A validation run (CSV + JSON sidecar), checked, filtered, its wrench moved to F_r."""
+    from granular.data.ingest import lowpass_samples, sidecar_path, to_reference
+
+    path = Path(path)
+    if not path.is_file():
+        raise GranularError(f"{path}: no such file")
+    meta = load_schema(sidecar_path(path), ValidationSidecar, "validation sidecar")
+    try:
+        data = np.genfromtxt(path, delimiter=",", names=True, encoding="utf-8-sig")
+    except ValueError as exc:
+        raise GranularError(f"{path}: not a CSV of numbers ({exc})") from None
+    names = data.dtype.names or ()
+    missing = [c for c in ("t", "x", "z", "phi", *COMPONENTS) if c not in names]
+    if missing or data.ndim != 1 or len(data) < 10:
+        raise GranularError(f"{path}: needs columns t, x, z, phi, fx, fz, tau and ≥ 10 rows"
+                            + (f" (missing {', '.join(missing)})" if missing else ""))
+    cols = {c: np.asarray(data[c], float) for c in names}
+    if not all(np.isfinite(v).all() for v in cols.values()):
+        raise GranularError(f"{path}: NaN or inf in the samples")
+    t = cols["t"]
+    if np.any(np.diff(t) <= 0):
+        raise GranularError(f"{path}: time is not strictly increasing (at sample {int(np.argmax(np.diff(t) <= 0)) + 1})")
+    pose = np.column_stack([cols["x"], cols["z"], cols["phi"]])
+    jump = np.abs(np.diff(pose, axis=0)).max(axis=1)
+    if jump.max() > MAX_JUMP:
+        raise GranularError(f"{path}: the pose jumps by {jump.max():.3g} between samples {int(np.argmax(jump))} and "
+                            f"{int(np.argmax(jump)) + 1}")
+    if not (pose[:, 1] < -DEPTH).any():
+        raise GranularError(f"{path}: no sample deeper than {DEPTH} m in the medium")
+    if cutoff >= 0.5 / np.median(np.diff(t)):
+        raise GranularError(f"{path}: --cutoff {cutoff} Hz is above the Nyquist frequency {0.5 / np.median(np.diff(t)):.3g} Hz")
+    measured = lowpass_samples(t, np.column_stack([cols[c] for c in COMPONENTS]), cutoff)
+    if all(c in cols for c in ("vx", "vz", "omega")):
+        twist = np.column_stack([cols["vx"], cols["vz"], cols["omega"]])
+    else:  # the pose's derivative, through the same filter as the wrench
+        twist = np.gradient(lowpass_samples(t, pose, cutoff), t, axis=0)
+    wrench = to_reference(measured, pose[:, 2], np.array(meta.sensor_offset), meta.sensor_angle, foot)
+    return Trajectory(path.stem, meta.path, meta.seed, t, pose, twist, wrench)
+
+
+def dissipating(points, twist_r):
+    """Per sample, the point of conv(points ∪ 0) with the least power w·v_r: (k, m, 3), (k, 3) → (k, 3)."""
+    power = np.einsum("kmi,ki->km", points, twist_r)
+    best = np.argmin(power, axis=1)
+    out = points[np.arange(len(points)), best]
+    return np.where((power[np.arange(len(points)), best] < 0)[:, None], out, 0.0)
+
+
+def twist_at_reference(pose, twist, foot: Foot):
+    """Twist of p_r: v_r = v_c + ω × (p_r − p_c)."""
+    arm = foot.r_offset * foot_axis(pose[:, 2])
+    omega = twist[:, 2:3]
+    return np.column_stack([twist[:, :2] + omega * np.column_stack([-arm[:, 1], arm[:, 0]]), twist[:, 2]])
+
+
+def replay(model, traj: Trajectory) -> np.ndarray:
+    """The model's maximum-dissipation wrench along the trajectory (kinematic replay), in F_r."""
+    theta = traj.pose[:, 1:]
+    points = model.points(theta)
+    return dissipating(points, twist_at_reference(traj.pose, traj.twist, model.dataset.foot))
+
+
+def rft_wrench(traj: Trajectory, zeta: float, foot: Foot = Foot()) -> np.ndarray:
+    from granular.data import rft
+
+    return np.array([rft.foot_wrench(foot, p[1:], v, zeta)[0] for p, v in zip(traj.pose, traj.twist)])
+
+
+def fit_zeta(trajs, foot: Foot = Foot()) -> float:
+    """ζ of direct RFT by least squares on the calibration runs (RFT is linear in ζ), in the
+    wrench scale (F, F, T) of the runs so that N and N·m weigh alike."""
+    unit = [(rft_wrench(tr, 1.0, foot), tr.wrench, tr.pose[:, 1] < -DEPTH) for tr in trajs]
+    scale = _scale([m[k] for _, m, k in unit])
+    num = sum(((p[k] / scale) * (m[k] / scale)).sum() for p, m, k in unit)
+    den = sum(((p[k] / scale) ** 2).sum() for p, _, k in unit)
+    if den <= 0:
+        raise GranularError("the calibration runs give RFT no resistance to fit")
+    return float(num / den)
+
+
+def _scale(measured):
+    w = np.vstack(measured)
+    f, t = np.sqrt(np.mean(w[:, :2] ** 2)), np.sqrt(np.mean(w[:, 2] ** 2))
+    return np.array([f, f, t if t > 0 else 1.0])
+
+
+def nrmse(pred, meas, mask) -> dict:
+    """Per component RMS(pred − meas) / RMS(meas) over ``mask``, and their mean."""
+    err = np.sqrt(np.mean((pred[mask] - meas[mask]) ** 2, axis=0))
+    ref = np.sqrt(np.mean(meas[mask] ** 2, axis=0))
+    out = {c: float(e / r) if r > 0 else float("nan") for c, e, r in zip(COMPONENTS, err, ref)}
+    out["mean"] = float(np.nanmean([out[c] for c in COMPONENTS]))
+    return out
+
+
+def spread(trajs) -> dict:
+    """Each realisation of a path against the mean of the others (on its own time base)."""
+    out = {}
+    for tr in trajs:
+        others = [o for o in trajs if o.path == tr.path and o is not tr]
+        if not others:
+            continue
+        mean = np.mean([np.column_stack([np.interp(tr.t, o.t, o.wrench[:, i]) for i in range(3)]) for o in others], axis=0)
+        out[tr.name] = nrmse(mean, tr.wrench, tr.pose[:, 1] < -DEPTH)
+    return out
+
+
+def validate(model, paths, calibrate=(), cutoff: float = 50.0, source_zeta=None) -> dict:
+    """Scores of ``model`` (and of direct RFT) on the runs: the ``--json`` object of granular validate."""
+    foot = model.dataset.foot
+    runs = [read(p, foot, cutoff) for p in paths]
+    names = [r.name for r in runs]
+    if len(set(names)) != len(names):
+        raise GranularError("two runs share a name; give each run once")
+    zeta = None
+    if calibrate:
+        zeta = fit_zeta([read(p, foot, cutoff) for p in calibrate], foot)
+    result = {"runs": {}, "mean": {}, "cutoff_hz": cutoff, "depth_m": DEPTH}
+    if zeta is not None:
+        result["rft_zeta"] = zeta
+    for tr in runs:
+        mask = tr.pose[:, 1] < -DEPTH
+        row = {"model": nrmse(replay(model, tr), tr.wrench, mask), "path": tr.path, "seed": tr.seed,
+               "samples": int(mask.sum())}
+        if zeta is not None:
+            row["rft"] = nrmse(rft_wrench(tr, zeta, foot), tr.wrench, mask)
+        if source_zeta is not None:
+            row["source"] = nrmse(replay(model, tr), rft_wrench(tr, source_zeta, foot), mask)
+        result["runs"][tr.name] = row
+    for key in ("model", "rft", "source"):
+        values = [r[key]["mean"] for r in result["runs"].values() if key in r]
+        if values:
+            result["mean"][key] = float(np.mean(values))
+    dem = spread(runs)
+    if dem:
+        result["spread"] = {"runs": dem, "mean": float(np.mean([v["mean"] for v in dem.values()]))}
+    return result

@@ -1,0 +1,88 @@
+"""granular validate: known answers on synthetic runs, clear errors on broken ones, and the shipped set."""
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from granular.apps.cli import main
+from granular.errors import GranularError
+from granular.foot import Foot
+from granular.frames import cross2, foot_axis
+from granular.io.resources import shipped
+from granular.learning.catalog import load_model
+from granular.scenarios import validation as val
+
+HELD_OUT = shipped("data") / "validation"
+
+
+def write_run(folder, name, t, pose, twist, wrench_r, foot=Foot()):
+    """A validation run whose F_r wrench is ``wrench_r``, stored as a rig would: in the foot frame about
+    p_center (the inverse of the transform the reader applies, written out independently here)."""
+    phi = pose[:, 2]
+    arm = -foot.r_offset * foot_axis(phi)                      # p_center − p_r in F_c
+    tau_c = wrench_r[:, 2] - cross2(arm, wrench_r[:, :2])
+    c, s = np.cos(phi), np.sin(phi)
+    fx, fz = c * wrench_r[:, 0] + s * wrench_r[:, 1], -s * wrench_r[:, 0] + c * wrench_r[:, 1]
+    cols = np.column_stack([t, pose, fx, fz, tau_c, twist])
+    path = folder / f"{name}.csv"
+    np.savetxt(path, cols, delimiter=",", header="t,x,z,phi,fx,fz,tau,vx,vz,omega", comments="")
+    path.with_suffix(".json").write_text(json.dumps({"path": name, "medium": "test", "seed": 1}))
+    return path
+
+
+def plunge_and_drag(n=1000):
+    t = np.linspace(0, 0.5, n)
+    z = np.where(t < 0.25, -0.16 * t, -0.04)
+    x = np.where(t < 0.25, 0.0, 0.2 * (t - 0.25))
+    phi = 0.3 * t
+    twist = np.column_stack([np.where(t < 0.25, 0.0, 0.2), np.where(t < 0.25, -0.16, 0.0), np.full(n, 0.3)])
+    return t, np.column_stack([x, z, phi]), twist
+
+
+def test_a_run_that_is_the_models_own_prediction_scores_zero(tmp_path):
+    model = load_model("sand")
+    t, pose, twist = plunge_and_drag()
+    traj = val.Trajectory("x", "x", 1, t, pose, twist, np.zeros((len(t), 3)))
+    path = write_run(tmp_path, "own", t, pose, twist, val.replay(model, traj))
+    result = val.validate(model, [path], cutoff=900.0)  # the wrench jumps where the path turns: barely filter
+    assert result["mean"]["model"] < 0.02
+
+
+def test_rft_runs_recover_their_zeta_and_score_zero_against_rft(tmp_path):
+    t, pose, twist = plunge_and_drag()
+    traj = val.Trajectory("x", "x", 1, t, pose, twist, np.zeros((len(t), 3)))
+    path = write_run(tmp_path, "rft", t, pose, twist, val.rft_wrench(traj, 1.2))
+    result = val.validate(load_model("sand"), [path], calibrate=[path], cutoff=900.0, source_zeta=1.2)
+    assert result["rft_zeta"] == pytest.approx(1.2, rel=0.02)
+    assert result["mean"]["rft"] < 0.03
+    assert result["runs"]["rft"]["source"]["mean"] < 0.5  # the learned sand against RFT sand, same path
+
+
+@pytest.mark.parametrize("edit,message", [
+    (lambda c: c.__setitem__((5, 5), np.nan), "NaN or inf"),
+    (lambda c: c.__setitem__((7, 0), c[3, 0]), "time is not strictly increasing"),
+    (lambda c: c.__setitem__((slice(None), 2), 0.01), "no sample deeper"),
+    (lambda c: c.__setitem__((500, 1), 0.5), "the pose jumps"),
+])
+def test_broken_runs_get_one_clear_error_and_nothing_is_written(tmp_path, capsys, edit, message):
+    t, pose, twist = plunge_and_drag()
+    path = write_run(tmp_path, "bad", t, pose, twist, np.ones((len(t), 3)))
+    cols = np.loadtxt(path, delimiter=",", skiprows=1)
+    edit(cols)
+    np.savetxt(path, cols, delimiter=",", header="t,x,z,phi,fx,fz,tau,vx,vz,omega", comments="")
+    before = sorted(tmp_path.iterdir())
+    code = main(["validate", "sand", str(path), "--plot", str(tmp_path / "figs")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and message in err[0] and "bad.csv" in err[0]
+    assert sorted(tmp_path.iterdir()) == before
+
+
+@pytest.mark.slow
+def test_shipped_held_out_set_scores_the_beads_model(tmp_path, capsys):
+    runs = sorted(str(p) for p in HELD_OUT.glob("*_s[23].csv"))
+    calibrate = [str(HELD_OUT / "tilted-plunge_s1.csv")]
+    assert main(["validate", "beads", *runs, "--calibrate", *calibrate, "--json", "--plot", str(tmp_path)]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert set(result["mean"]) == {"model", "rft"} and 0.1 < result["spread"]["mean"] < 1.0
+    assert len(result["runs"]) == 10 and len(list(tmp_path.glob("validate_*.png"))) == 5
