@@ -108,3 +108,20 @@ def test_replay_and_bad_replay(browser, tmp_path):
     out = subprocess.run([sys.executable, "-m", "granular", "view", "--replay", bad, "--no-browser"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and "not a readable HDF5 file" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_viewer_starts_from_the_scenarios_own_medium_and_time_step(browser):
+    """foot-track-curved is a pebbles scenario: the viewer runs it on pebbles at its own 1 ms."""
+    proc, url = start("foot-track-curved")
+    try:
+        page = browser.new_page()
+        page.goto(url)
+        page.get_by_text("t = ").first.wait_for(timeout=30_000)
+        text = status(page)[1]
+        assert "foot-track-curved on pebbles, dt 1 ms" in text, text
+        page.get_by_role("button", name="Start / pause").click()
+        page.wait_for_timeout(1000)
+        assert status(page)[0] > 0.1 and "on pebbles" in status(page)[1]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)

@@ -559,7 +559,6 @@ def _logging(verbose: bool):
     root = logging.getLogger("granular")
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
-    root.propagate = False
 
 
 def _interrupted(exc: BaseException) -> bool:
@@ -580,7 +579,7 @@ def main(argv=None):
         args.func(args)
         sys.stdout.flush()
     except GranularError as exc:
-        print(f"granular: error: {exc}", file=sys.stderr)
+        print("granular: error: " + " ".join(str(exc).splitlines()), file=sys.stderr)
         return 2
     except BrokenPipeError:
         # the reader of stdout went away (``granular … --json | head``): end quietly

@@ -125,6 +125,7 @@ class Live:
         self._syncing = False
         self._gui(scenario, medium)
         self.reset()
+        scenarios.build(self.spec).advance(2)  # compile the step's kernels now, not at the first Start
         self.thread = threading.Thread(target=self._loop, daemon=True)
         self.thread.start()
 

@@ -55,7 +55,8 @@ def error_text(exc: msgspec.ValidationError, choices: dict | None = None) -> str
     options = (choices or {}).get(re.sub(r"\[\d+\]", "[]", where))
     if options:
         what += f"; choose {', '.join(options)}"
-    return f"{where}: {what}" if where else what
+    text = f"{where}: {what}" if where else what
+    return re.sub(r"[\x00-\x1f\x7f]", lambda m: repr(m.group())[1:-1], text)  # keys may hold newlines
 
 
 def parse(raw, schema: type, where, choices: dict | None = None):
