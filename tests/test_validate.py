@@ -1,12 +1,10 @@
 """granular validate: known answers on synthetic runs, clear errors on broken ones, and the shipped set."""
 import json
-import shutil
 
 import numpy as np
 import pytest
 
 from granular.apps.cli import main
-from granular.errors import GranularError
 from granular.foot import Foot
 from granular.frames import cross2, foot_axis
 from granular.io.resources import shipped

@@ -24,7 +24,7 @@ import numpy as np
 
 from granular.errors import GranularError
 from granular.foot import Foot
-from granular.frames import cross2, foot_axis
+from granular.frames import foot_axis
 from granular.io.schema import Finite, NonNegative, Schema, load as load_schema
 
 COMPONENTS = ("fx", "fz", "tau")
