@@ -84,3 +84,14 @@ def test_shipped_held_out_set_scores_the_beads_model(tmp_path, capsys):
     result = json.loads(capsys.readouterr().out)
     assert set(result["mean"]) == {"model", "rft"} and 0.1 < result["spread"]["mean"] < 1.0
     assert len(result["runs"]) == 10 and len(list(tmp_path.glob("validate_*.png"))) == 5
+
+
+def test_sim_tracks_the_recorded_path_and_is_scored(tmp_path):
+    """--sim: the scenario's foot PID-tracks the run's path in the simulator (paper Figs. 7-8)."""
+    model = load_model("sand")
+    t, pose, twist = plunge_and_drag()
+    traj = val.Trajectory("x", "x", 1, t, pose, twist, np.zeros((len(t), 3)))
+    path = write_run(tmp_path, "own", t, pose, twist, val.replay(model, traj))
+    row = val.validate(model, [path], cutoff=900.0, sim="foot-track-straight", medium="sand")["runs"]["own"]
+    assert row["sim"]["tracking_rms_m"] < 0.01
+    assert np.isfinite(row["sim"]["mean"]) and row["sim"]["fz"] < 1.0

@@ -371,14 +371,14 @@ def cmd_validate(args):
             raise GranularError(f"--source {args.source!r}: give rft:ZETA (N/cm³ per unit generic α), e.g. rft:1.2")
         source = _number(0, 1e6, low_open=True)(zeta)
     result = validation.validate(model, args.runs, calibrate=args.calibrate or (), cutoff=args.cutoff,
-                                 source_zeta=source)
+                                 source_zeta=source, sim=args.sim, medium=args.model)
     if args.plot:
         from granular.apps import plots
 
         result["figures"] = plots.validation(model, args.runs, result, args.plot, args.cutoff)
 
     def human(r):
-        keys = [k for k in ("model", "rft", "source") if k in r["mean"]]
+        keys = [k for k in ("model", "sim", "rft", "source") if k in r["mean"]]
         _say(f"NRMSE (RMS error / RMS measured, samples > {r['depth_m'] * 1e3:g} mm deep), kinematic replay:")
         _say(f"  {'run':<22}" + "".join(f"{k + ' fx/fz/τ/mean':>34}" for k in keys))
         for name, row in r["runs"].items():
@@ -386,6 +386,9 @@ def cmd_validate(args):
             _say(f"  {name:<22}{cells}")
         _say("  mean: " + ", ".join(f"{k} {v:.3f}" for k, v in r["mean"].items())
              + (f" (RFT ζ = {r['rft_zeta']:.3g} fitted on the calibration runs)" if "rft_zeta" in r else ""))
+        tracking = [row["sim"]["tracking_rms_m"] for row in r["runs"].values() if "sim" in row]
+        if tracking:
+            _say(f"  simulated foot's tracking error (RMS of p_center): {1e3 * max(tracking):.1f} mm at worst")
         if "spread" in r:
             _say(f"  DEM spread (each realisation against the mean of the others): {r['spread']['mean']:.3f}")
         for fig in r.get("figures", []):
@@ -522,6 +525,8 @@ def build_parser():
     c.add_argument("runs", nargs="+", help="validation runs: CSV with a JSON sidecar (data/validation/*.csv)")
     c.add_argument("--calibrate", nargs="+", help="runs on which direct RFT's ζ is fitted (the baseline)")
     c.add_argument("--source", help="also score against the model's synthetic source, e.g. rft:1.2")
+    c.add_argument("--sim", help="also simulate: this single-foot scenario's foot PID-tracks each run's path "
+                                 "(paper Figs. 7-8), e.g. foot-track-straight")
     c.add_argument("--cutoff", type=_number(0, 1e6, low_open=True), default=50.0, help="low-pass cutoff (Hz)")
     c.add_argument("--plot", help="directory for the figures")
     c.add_argument("--json", action="store_true")

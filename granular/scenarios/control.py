@@ -54,6 +54,21 @@ class Path:
 
 
 @dataclass(frozen=True)
+class Recorded:
+    """A reference that replays a recorded trajectory: poses (k, 3) and twists (k, 3) at times t
+    (k,), linearly interpolated, held at the ends."""
+
+    t: np.ndarray
+    pose: np.ndarray
+    twist: np.ndarray
+
+    def __call__(self, t):
+        pos = np.array([np.interp(t, self.t, self.pose[:, i]) for i in range(3)])
+        moving = float(self.t[0] <= t <= self.t[-1])
+        return pos, np.array([np.interp(t, self.t, self.twist[:, i]) for i in range(3)]) * moving
+
+
+@dataclass(frozen=True)
 class PIDTracker:
     """PID on a free body's (x, z, angle) towards a path (Zhu et al. 2019, §IV-C1), plus an
     optional feed-forward of the body's weight; its memory is the error integral."""

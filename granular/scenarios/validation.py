@@ -163,7 +163,41 @@ def spread(trajs) -> dict:
     return out
 
 
-def validate(model, paths, calibrate=(), cutoff: float = 50.0, source_zeta=None) -> dict:
+def simulate(medium: str, scenario_name: str, traj: Trajectory):
+    """The paper's Figs. 7–8 protocol: the scenario's foot (mass, inertia, M_g, PID gains) tracks the
+    recorded path in the simulator; its wrench (F_r) on the run's time base, and its tracking error (m)."""
+    from granular.scenarios import scenario as scenarios
+    from granular.scenarios.control import PIDTracker, Recorded
+
+    spec = scenarios.load(scenario_name)
+    if spec.robot.get("kind") != "foot" or spec.control.get("kind") != "track":
+        raise GranularError(f"--sim {scenario_name}: needs a single-foot tracking scenario (e.g. foot-track-straight)")
+    x, z, phi = map(float, traj.pose[0])
+    vx, vz, omega = map(float, traj.twist[0])
+    spec = spec.with_(medium=medium, terrain={"kind": "flat", "height": 0.0}, duration=float(traj.t[-1] - traj.t[0]),
+                      initial={"x": x, "z": z, "angle": phi, "vx": vx, "vz": vz, "omega": omega})
+    sim = scenarios.build(spec)
+    old = sim.controller
+    sim.controller = PIDTracker(Recorded(traj.t - traj.t[0], traj.pose, traj.twist), old.dt, old.kp, old.ki, old.kd,
+                                old.weight, old.ndof)
+    sim.memory = sim.controller.initial_memory()
+    steps = scenarios.check_size(spec)
+    t, w, q = np.empty(steps), np.empty((steps, 3)), np.empty((steps, 3))
+
+    def record(s):
+        i = s.steps - 1
+        t[i], w[i] = s.state.t, s.info.wrench[0]
+        q[i] = *s.info.p_center[0], s.info.theta[0, 1]
+
+    sim.rollout(steps, [record])
+    on = traj.t - traj.t[0]
+    wrench = np.column_stack([np.interp(on, t, w[:, i]) for i in range(3)])
+    pose = np.column_stack([np.interp(on, t, q[:, i]) for i in range(3)])
+    return wrench, float(np.sqrt(np.mean(np.sum((pose[:, :2] - traj.pose[:, :2]) ** 2, axis=1))))
+
+
+def validate(model, paths, calibrate=(), cutoff: float = 50.0, source_zeta=None, sim: str | None = None,
+             medium: str | None = None) -> dict:
     """Scores of ``model`` (and of direct RFT) on the runs: the ``--json`` object of granular validate."""
     foot = model.dataset.foot
     runs = [read(p, foot, cutoff) for p in paths]
@@ -184,8 +218,11 @@ def validate(model, paths, calibrate=(), cutoff: float = 50.0, source_zeta=None)
             row["rft"] = nrmse(rft_wrench(tr, zeta, foot), tr.wrench, mask)
         if source_zeta is not None:
             row["source"] = nrmse(replay(model, tr), rft_wrench(tr, source_zeta, foot), mask)
+        if sim is not None:
+            wrench, tracking = simulate(medium, sim, tr)
+            row["sim"] = {**nrmse(wrench, tr.wrench, mask), "tracking_rms_m": tracking}
         result["runs"][tr.name] = row
-    for key in ("model", "rft", "source"):
+    for key in ("model", "sim", "rft", "source"):
         values = [r[key]["mean"] for r in result["runs"].values() if key in r]
         if values:
             result["mean"][key] = float(np.mean(values))
