@@ -43,7 +43,7 @@ def test_a_run_that_is_the_models_own_prediction_scores_zero(tmp_path):
     t, pose, twist = plunge_and_drag()
     traj = val.Trajectory("x", "x", 1, t, pose, twist, np.zeros((len(t), 3)))
     path = write_run(tmp_path, "own", t, pose, twist, val.replay(model, traj))
-    result = val.validate(model, [path], cutoff=900.0)  # the wrench jumps where the path turns: barely filter
+    result, _ = val.validate(model, [val.read(path, cutoff=900.0)])  # the wrench jumps where the path turns: barely filter
     assert result["mean"]["model"] < 0.02
 
 
@@ -51,7 +51,8 @@ def test_rft_runs_recover_their_zeta_and_score_zero_against_rft(tmp_path):
     t, pose, twist = plunge_and_drag()
     traj = val.Trajectory("x", "x", 1, t, pose, twist, np.zeros((len(t), 3)))
     path = write_run(tmp_path, "rft", t, pose, twist, val.rft_wrench(traj, 1.2))
-    result = val.validate(load_model("sand"), [path], calibrate=[path], cutoff=900.0, source_zeta=1.2)
+    run = val.read(path, cutoff=900.0)
+    result, _ = val.validate(load_model("sand"), [run], calibrate=[run], source_zeta=1.2)
     assert result["rft_zeta"] == pytest.approx(1.2, rel=0.02)
     assert result["mean"]["rft"] < 0.03
     assert result["runs"]["rft"]["source"]["mean"] < 0.5  # the learned sand against RFT sand, same path
@@ -92,6 +93,7 @@ def test_sim_tracks_the_recorded_path_and_is_scored(tmp_path):
     t, pose, twist = plunge_and_drag()
     traj = val.Trajectory("x", "x", 1, t, pose, twist, np.zeros((len(t), 3)))
     path = write_run(tmp_path, "own", t, pose, twist, val.replay(model, traj))
-    row = val.validate(model, [path], cutoff=900.0, sim="foot-track-straight", medium="sand")["runs"]["own"]
+    result, _ = val.validate(model, [val.read(path, cutoff=900.0)], sim="foot-track-straight", medium="sand")
+    row = result["runs"]["own"]
     assert row["sim"]["tracking_rms_m"] < 0.01
     assert np.isfinite(row["sim"]["mean"]) and row["sim"]["fz"] < 1.0

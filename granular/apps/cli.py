@@ -299,7 +299,6 @@ def cmd_sim(args):
         duration=args.duration)
     inputs = [scenario.path] + ([scenario.medium] if Path(scenario.medium).is_file() else [])
     _check_outputs(args, inputs)
-    scenarios.check_size(scenario)
     rec = scenarios.run(scenario, progress=True)
     summary = scenarios.summary(rec)
     data = runfile.record(rec, summary)
@@ -370,12 +369,15 @@ def cmd_validate(args):
         if kind != "rft":
             raise GranularError(f"--source {args.source!r}: give rft:ZETA (N/cm³ per unit generic α), e.g. rft:1.2")
         source = _number(0, 1e6, low_open=True)(zeta)
-    result = validation.validate(model, args.runs, calibrate=args.calibrate or (), cutoff=args.cutoff,
-                                 source_zeta=source, sim=args.sim, medium=args.model)
+    read = lambda paths: [validation.read(p, model.dataset.foot, args.cutoff) for p in paths or ()]  # noqa: E731
+    runs = read(args.runs)
+    result, curves = validation.validate(model, runs, calibrate=read(args.calibrate), source_zeta=source,
+                                         sim=args.sim, medium=args.model)
+    result["cutoff_hz"] = args.cutoff
     if args.plot:
         from granular.apps import plots
 
-        result["figures"] = plots.validation(model, args.runs, result, args.plot, args.cutoff)
+        result["figures"] = plots.validation(model.dataset.medium, runs, curves, args.plot)
 
     def human(r):
         keys = [k for k in ("model", "sim", "rft", "source") if k in r["mean"]]

@@ -313,27 +313,24 @@ def video(run: dict, path, fps: int = 25, width: float = 2.0):
     return path
 
 
-def validation(model, paths, result, folder, cutoff: float = 50.0) -> list:
-    """Per validation path: measured, model (kinematic replay) and RFT wrenches over time."""
-    from granular.scenarios import validation as val
-
+def validation(medium: str, runs, curves: dict, folder) -> list:
+    """Per validation path: the measured wrench of each realisation and the predicted ones
+    (model replay, simulated foot, RFT) over time."""
     folder = Path(folder)
-    runs = [val.read(p, model.dataset.foot, cutoff) for p in paths]
+    styles = {"model": dict(color="C0", lw=1.2), "sim": dict(color="C2", lw=1.0), "rft": dict(color="C1", lw=1, ls="--")}
     written = []
     for path_name in sorted({r.path for r in runs}):
         group = [r for r in runs if r.path == path_name]
         fig, axes = plt.subplots(3, 1, figsize=(8, 7), sharex=True)
         for r in group:
-            pred = val.replay(model, r)
-            rft = val.rft_wrench(r, result["rft_zeta"], model.dataset.foot) if "rft_zeta" in result else None
+            first = r is group[0]
             for i, (ax, label) in enumerate(zip(axes, ("f_x (N)", "f_z (N)", "τ (N·m)"))):
-                ax.plot(r.t, r.wrench[:, i], color="0.5", lw=1, label="DEM" if r is group[0] else None)
-                ax.plot(r.t, pred[:, i], color="C0", lw=1.2, label="model" if r is group[0] else None)
-                if rft is not None:
-                    ax.plot(r.t, rft[:, i], color="C1", lw=1, ls="--", label="RFT" if r is group[0] else None)
+                ax.plot(r.t, r.wrench[:, i], color="0.5", lw=1, label="DEM" if first else None)
+                for key, pred in curves[r.name].items():
+                    ax.plot(r.t, pred[:, i], **styles[key], label=key if first else None)
                 ax.set_ylabel(label)
         axes[0].legend(loc="upper left", fontsize=8)
         axes[-1].set_xlabel("t (s)")
-        fig.suptitle(f"{path_name}: {model.dataset.medium} model vs {len(group)} DEM realisation(s)")
+        fig.suptitle(f"{path_name}: {medium} model vs {len(group)} DEM realisation(s)")
         written.append(str(save(fig, folder / f"validate_{path_name}.png")))
     return written

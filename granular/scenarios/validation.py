@@ -196,31 +196,32 @@ def simulate(medium: str, scenario_name: str, traj: Trajectory):
     return wrench, float(np.sqrt(np.mean(np.sum((pose[:, :2] - traj.pose[:, :2]) ** 2, axis=1))))
 
 
-def validate(model, paths, calibrate=(), cutoff: float = 50.0, source_zeta=None, sim: str | None = None,
-             medium: str | None = None) -> dict:
-    """Scores of ``model`` (and of direct RFT) on the runs: the ``--json`` object of granular validate."""
+def validate(model, runs, calibrate=(), source_zeta=None, sim: str | None = None, medium: str | None = None):
+    """Scores of ``model`` (and of direct RFT, the simulated foot, the synthetic source) on the runs
+    (:class:`Trajectory`): the ``--json`` object of granular validate, and per run the predicted
+    wrenches {"model", "rft", "sim"} for figures."""
     foot = model.dataset.foot
-    runs = [read(p, foot, cutoff) for p in paths]
     names = [r.name for r in runs]
     if len(set(names)) != len(names):
         raise GranularError("two runs share a name; give each run once")
-    zeta = None
-    if calibrate:
-        zeta = fit_zeta([read(p, foot, cutoff) for p in calibrate], foot)
-    result = {"runs": {}, "mean": {}, "cutoff_hz": cutoff, "depth_m": DEPTH}
+    zeta = fit_zeta(calibrate, foot) if calibrate else None
+    result = {"runs": {}, "mean": {}, "depth_m": DEPTH}
     if zeta is not None:
         result["rft_zeta"] = zeta
+    curves = {}
     for tr in runs:
         mask = tr.pose[:, 1] < -DEPTH
-        row = {"model": nrmse(replay(model, tr), tr.wrench, mask), "path": tr.path, "seed": tr.seed,
+        curves[tr.name] = pred = {"model": replay(model, tr)}
+        row = {"model": nrmse(pred["model"], tr.wrench, mask), "path": tr.path, "seed": tr.seed,
                "samples": int(mask.sum())}
         if zeta is not None:
-            row["rft"] = nrmse(rft_wrench(tr, zeta, foot), tr.wrench, mask)
+            pred["rft"] = rft_wrench(tr, zeta, foot)
+            row["rft"] = nrmse(pred["rft"], tr.wrench, mask)
         if source_zeta is not None:
-            row["source"] = nrmse(replay(model, tr), rft_wrench(tr, source_zeta, foot), mask)
+            row["source"] = nrmse(pred["model"], rft_wrench(tr, source_zeta, foot), mask)
         if sim is not None:
-            wrench, tracking = simulate(medium, sim, tr)
-            row["sim"] = {**nrmse(wrench, tr.wrench, mask), "tracking_rms_m": tracking}
+            pred["sim"], tracking = simulate(medium, sim, tr)
+            row["sim"] = {**nrmse(pred["sim"], tr.wrench, mask), "tracking_rms_m": tracking}
         result["runs"][tr.name] = row
     for key in ("model", "sim", "rft", "source"):
         values = [r[key]["mean"] for r in result["runs"].values() if key in r]
@@ -229,4 +230,4 @@ def validate(model, paths, calibrate=(), cutoff: float = 50.0, source_zeta=None,
     dem = spread(runs)
     if dem:
         result["spread"] = {"runs": dem, "mean": float(np.mean([v["mean"] for v in dem.values()]))}
-    return result
+    return result, curves
