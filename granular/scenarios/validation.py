@@ -1,12 +1,12 @@
 """How right are the forces? A model's wrenches against recorded trajectories (``granular validate``).
 
-A validation run is a trajectory of the foot along any path: per sample the pose (x, z, φ) of
+A validation run (:mod:`granular.data.trajectory`: CSV + JSON sidecar, HDF5 or ROS 2 bag, through
+ingest's mapping files) is a trajectory of the foot along any path: per sample the pose (x, z, φ) of
 p_center relative to the undisturbed surface, the foot's twist (v_x, v_z, ω) of p_center in F_c
 (columns ``vx, vz, omega``, or else the pose's central difference after the same low-pass filter
 as the wrench) and the wrench on the foot in the foot frame about p_center (``fx, fz, tau``, as
-the DEM and rig records of :mod:`granular.data.ingest`). Its JSON sidecar names the ``path``, the
+the DEM and rig records of :mod:`granular.data.ingest`). Its metadata names the ``path``, the
 ``medium`` and the bed ``seed`` (runs of one path on several beds are realisations).
-
 Kinematic replay: at each sample, θ = (z, φ) and the twist give the model's maximum-dissipation
 wrench, the point of W(θ) with the least power w·v_r (v_r the twist at p_r), which is what the
 contact QP picks for a foot much heavier than the grains it drags. The score is the normalised
@@ -17,83 +17,12 @@ spread (each realisation against the mean of the others on the same path).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
-
 import numpy as np
 
+from granular.data.trajectory import COMPONENTS, DEPTH, Trajectory, ValidationSidecar, read  # noqa: F401 (validation.read)
 from granular.errors import GranularError
 from granular.foot import Foot
 from granular.frames import foot_axis
-from granular.io.schema import Finite, NonNegative, Schema, load as load_schema
-
-COMPONENTS = ("fx", "fz", "tau")
-DEPTH = 0.005      # m: samples shallower than this are not scored
-MAX_JUMP = 0.02    # m (and rad): a larger pose change between samples is a broken record
-
-
-class ValidationSidecar(Schema):
-    path: str
-    medium: str = "unknown"
-    seed: int = 0
-    bed: dict = {}
-    sensor_offset: tuple[Finite, Finite] = (0.0, 0.0)
-    sensor_angle: Finite = 0.0
-    seconds: NonNegative | None = None
-
-
-@dataclass(frozen=True)
-class Trajectory:
-    """A validation run in SI units: pose (k, 3) of p_center, twist (k, 3), wrench (k, 3) in F_r."""
-
-    name: str
-    path: str
-    seed: int
-    t: np.ndarray
-    pose: np.ndarray
-    twist: np.ndarray
-    wrench: np.ndarray
-
-
-def read(path, foot: Foot = Foot(), cutoff: float = 50.0) -> Trajectory:
-    """A validation run (CSV + JSON sidecar), checked, filtered, its wrench moved to F_r."""
-    from granular.data.ingest import lowpass_samples, sidecar_path, to_reference
-
-    path = Path(path)
-    if not path.is_file():
-        raise GranularError(f"{path}: no such file")
-    meta = load_schema(sidecar_path(path), ValidationSidecar, "validation sidecar")
-    try:
-        data = np.genfromtxt(path, delimiter=",", names=True, encoding="utf-8-sig")
-    except ValueError as exc:
-        raise GranularError(f"{path}: not a CSV of numbers ({exc})") from None
-    names = data.dtype.names or ()
-    missing = [c for c in ("t", "x", "z", "phi", *COMPONENTS) if c not in names]
-    if missing or data.ndim != 1 or len(data) < 10:
-        raise GranularError(f"{path}: needs columns t, x, z, phi, fx, fz, tau and ≥ 10 rows"
-                            + (f" (missing {', '.join(missing)})" if missing else ""))
-    cols = {c: np.asarray(data[c], float) for c in names}
-    if not all(np.isfinite(v).all() for v in cols.values()):
-        raise GranularError(f"{path}: NaN or inf in the samples")
-    t = cols["t"]
-    if np.any(np.diff(t) <= 0):
-        raise GranularError(f"{path}: time is not strictly increasing (at sample {int(np.argmax(np.diff(t) <= 0)) + 1})")
-    pose = np.column_stack([cols["x"], cols["z"], cols["phi"]])
-    jump = np.abs(np.diff(pose, axis=0)).max(axis=1)
-    if jump.max() > MAX_JUMP:
-        raise GranularError(f"{path}: the pose jumps by {jump.max():.3g} between samples {int(np.argmax(jump))} and "
-                            f"{int(np.argmax(jump)) + 1}")
-    if not (pose[:, 1] < -DEPTH).any():
-        raise GranularError(f"{path}: no sample deeper than {DEPTH} m in the medium")
-    if cutoff >= 0.5 / np.median(np.diff(t)):
-        raise GranularError(f"{path}: --cutoff {cutoff} Hz is above the Nyquist frequency {0.5 / np.median(np.diff(t)):.3g} Hz")
-    measured = lowpass_samples(t, np.column_stack([cols[c] for c in COMPONENTS]), cutoff)
-    if all(c in cols for c in ("vx", "vz", "omega")):
-        twist = np.column_stack([cols["vx"], cols["vz"], cols["omega"]])
-    else:  # the pose's derivative, through the same filter as the wrench
-        twist = np.gradient(lowpass_samples(t, pose, cutoff), t, axis=0)
-    wrench = to_reference(measured, pose[:, 2], np.array(meta.sensor_offset), meta.sensor_angle, foot)
-    return Trajectory(path.stem, meta.path, meta.seed, t, pose, twist, wrench)
 
 
 def dissipating(points, twist_r):
