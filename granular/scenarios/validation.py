@@ -7,6 +7,7 @@ p_center relative to the undisturbed surface, the foot's twist (v_x, v_z, ω) of
 as the wrench) and the wrench on the foot in the foot frame about p_center (``fx, fz, tau``, as
 the DEM and rig records of :mod:`granular.data.ingest`). Its metadata names the ``path``, the
 ``medium`` and the bed ``seed`` (runs of one path on several beds are realisations).
+
 Kinematic replay: at each sample, θ = (z, φ) and the twist give the model's maximum-dissipation
 wrench, the point of W(θ) with the least power w·v_r (v_r the twist at p_r), which is what the
 contact QP picks for a foot much heavier than the grains it drags. The score is the normalised
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from granular.data.trajectory import COMPONENTS, DEPTH, Trajectory, ValidationSidecar, read  # noqa: F401 (validation.read)
+from granular.data.trajectory import COMPONENTS, DEPTH, Trajectory, read  # noqa: F401 (the CLI calls validation.read)
 from granular.errors import GranularError
 from granular.foot import Foot
 from granular.frames import foot_axis
