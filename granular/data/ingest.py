@@ -38,6 +38,9 @@ CHANNELS = ("t", "x", "z", "phi", "fx", "fz", "tau")
 #: Units a mapping may name, as factors to SI.
 UNITS = {"s": 1.0, "ms": 1e-3, "m": 1.0, "mm": 1e-3, "cm": 1e-2, "rad": 1.0, "deg": np.pi / 180,
          "N": 1.0, "kgf": 9.80665, "N*m": 1.0, "N*mm": 1e-3}
+#: Twist columns a trajectory may hold (granular.data.trajectory), read under these names: their unit is
+#: the mapping's unit of the pose channel per its unit of time, so a rig logging mm and ms needs no more.
+RATES = {"vx": "x", "vz": "z", "omega": "phi"}
 DEFAULT_CUTOFF_HZ = 5.0
 PASS_FRACTION = 0.8
 
@@ -126,6 +129,8 @@ class Mapping:
                    assume_sensor_at_p_center)
 
     def factor(self, channel):
+        if channel in RATES:
+            return self.factor(RATES[channel]) / self.factor("t")
         return UNITS[self.units.get(channel, {"t": "s", "x": "m", "z": "m", "phi": "rad", "fx": "N", "fz": "N",
                                               "tau": "N*m"}[channel])]
 
@@ -148,32 +153,59 @@ def _metadata(meta: dict, path, mapping: Mapping):
 
 
 def read_run(path, mapping: Mapping = Mapping.load()) -> Run:
-    """A raw run from CSV (+ ``<name>.json`` sidecar) or HDF5 (metadata as attributes)."""
-    path = Path(path)
-    if not path.exists():
-        raise BadRun(f"{path}: no such file")
-    if path.is_dir():
-        cols, meta = _read_bag(path, mapping), _sidecar(path)
-    elif path.suffix in (".h5", ".hdf5"):
-        try:
-            with h5py.File(path, "r") as f:
-                cols = {c: f[mapping.columns[c]][()] for c in CHANNELS if mapping.columns[c] in f}
-                meta = {k: _plain(v) for k, v in f.attrs.items()}
-        except OSError as exc:
-            raise BadRun(f"{path}: not a readable HDF5 file ({exc})") from None
-    else:
-        meta = _sidecar(path)
-        cols = _read_csv(path, mapping)
-    missing = [mapping.columns[c] for c in CHANNELS if c not in cols]
-    if missing:
-        raise BadRun(f"{path}: missing column(s) {', '.join(missing)}")
-    si = {c: np.asarray(cols[c], float) * mapping.factor(c) for c in CHANNELS}
+    """A raw run from CSV (+ ``<name>.json`` sidecar), HDF5 (metadata as attributes) or a ROS 2 bag."""
+    si, meta = read_columns(path, mapping)
     meta = _metadata(meta, path, mapping)
-    return Run(path, si["t"], np.column_stack([si["x"], si["z"], si["phi"]]),
+    return Run(Path(path), si["t"], np.column_stack([si["x"], si["z"], si["phi"]]),
                mapping.sign * meta["sign"] * np.column_stack([si["fx"], si["fz"], si["tau"]]), **meta)
 
 
-def _read_csv(path: Path, mapping: Mapping) -> dict:
+def read_columns(path, mapping: Mapping, optional=()) -> tuple[dict, dict]:
+    """A raw run's channels in SI units (1-D, one length) and its metadata as plain data, from CSV
+    (+ ``<name>.json`` sidecar), HDF5 (metadata as attributes) or a ROS 2 bag (a folder, sidecar
+    ``<bag>.json`` beside it). Every channel of CHANNELS must be there; ``optional`` ones (RATES)
+    are read where the file has them."""
+    path = Path(path)
+    if not path.exists():
+        raise BadRun(f"{path}: no such file")
+    wanted = (*CHANNELS, *optional)
+    if path.is_dir():
+        cols, meta = _read_bag(path, mapping), _sidecar(path)
+    elif path.suffix in (".h5", ".hdf5"):
+        cols, meta = _read_hdf5(path, mapping, wanted)
+    else:
+        meta = _sidecar(path)
+        cols = _read_csv(path, mapping, wanted)
+    missing = [mapping.columns[c] for c in CHANNELS if c not in cols]
+    if missing:
+        raise BadRun(f"{path}: missing column(s) {', '.join(missing)}")
+    si = {c: np.asarray(v, float) * mapping.factor(c) for c, v in cols.items()}
+    shapes = {c: v.shape for c, v in si.items()}
+    if len(set(shapes.values())) != 1 or len(shapes["t"]) != 1:
+        raise BadRun(f"{path}: the columns should be 1-D and of one length, not "
+                     + ", ".join(f"{mapping.columns.get(c, c)} {s}" for c, s in shapes.items()))
+    return si, meta
+
+
+def _read_hdf5(path: Path, mapping: Mapping, wanted) -> tuple[dict, dict]:
+    """The mapped datasets of an HDF5 run (numbers only) and its attributes."""
+    cols = {}
+    try:
+        with h5py.File(path, "r") as f:
+            for c in wanted:
+                name = mapping.columns.get(c, c)
+                if name not in f:
+                    continue
+                if not isinstance(f[name], h5py.Dataset) or f[name].dtype.kind not in "biuf":
+                    raise BadRun(f"{path}: {name} should be a dataset of numbers")
+                cols[c] = f[name][()]
+            meta = {k: _plain(v) for k, v in f.attrs.items()}
+    except OSError as exc:
+        raise BadRun(f"{path}: not a readable HDF5 file ({exc})") from None
+    return cols, meta
+
+
+def _read_csv(path: Path, mapping: Mapping, wanted=CHANNELS) -> dict:
     """The mapped columns of a CSV file; a UTF-8 byte-order mark and spaces around names are fine."""
     try:
         with path.open(newline="", encoding="utf-8-sig") as fh:
@@ -183,13 +215,14 @@ def _read_csv(path: Path, mapping: Mapping) -> dict:
     except UnicodeDecodeError as exc:
         raise BadRun(f"{path}: not UTF-8 text (byte {exc.start})") from None
     cols = {}
-    for c in CHANNELS:
-        if mapping.columns[c] in header:
-            k = header.index(mapping.columns[c])
+    for c in wanted:
+        name = mapping.columns.get(c, c)
+        if name in header:
+            k = header.index(name)
             try:
                 cols[c] = np.array([float(r[k].strip() or "nan") if k < len(r) else np.nan for r in rows])
             except ValueError:
-                raise BadRun(f"{path}: column {mapping.columns[c]!r} holds non-numbers") from None
+                raise BadRun(f"{path}: column {name!r} holds non-numbers") from None
     return cols
 
 
@@ -259,6 +292,8 @@ def _read_bag(path: Path, mapping: Mapping):
                 if not conns:
                     raise BadRun(f"{path}: no {msgtype} topic" + (f" named {want!r}" if want else ""))
                 streams[kind] = [reader.deserialize(raw, c.msgtype) for c, _, raw in reader.messages([conns[0]])]
+                if not streams[kind]:
+                    raise BadRun(f"{path}: no messages on {conns[0].topic}")
     except BadRun:
         raise
     except Exception as exc:  # rosbags raises its own types for unreadable bags
