@@ -369,7 +369,7 @@ def cmd_validate(args):
         if kind != "rft":
             raise GranularError(f"--source {args.source!r}: give rft:ZETA (N/cm³ per unit generic α), e.g. rft:1.2")
         source = _number(0, 1e6, low_open=True)(zeta)
-    read = lambda paths: [validation.read(p, model.dataset.foot, args.cutoff) for p in paths or ()]  # noqa: E731
+    read = lambda paths: [validation.read(p, model.dataset.foot, args.cutoff, args.mapping) for p in paths or ()]  # noqa: E731
     runs = read(args.runs)
     result, curves = validation.validate(model, runs, calibrate=read(args.calibrate), source_zeta=source,
                                          sim=args.sim, medium=args.model)
@@ -524,11 +524,13 @@ def build_parser():
 
     c = sub.add_parser("validate", help="score a model's wrenches against recorded trajectories (held-out DEM runs)")
     c.add_argument("model", help="sand, pebbles, beads, or a model file (.h5)")
-    c.add_argument("runs", nargs="+", help="validation runs: CSV with a JSON sidecar (data/validation/*.csv)")
+    c.add_argument("runs", nargs="+", help="validation runs: .csv (with a .json sidecar), .h5, or ROS 2 bag folders "
+                                           "(data/validation/*.csv)")
     c.add_argument("--calibrate", nargs="+", help="runs on which direct RFT's ζ is fitted (the baseline)")
     c.add_argument("--source", help="also score against the model's synthetic source, e.g. rft:1.2")
     c.add_argument("--sim", help="also simulate: this single-foot scenario's foot PID-tracks each run's path "
                                  "(paper Figs. 7-8), e.g. foot-track-straight")
+    c.add_argument("--mapping", help="TOML mapping of your column names, units, sign and bag topics (as for ingest)")
     c.add_argument("--cutoff", type=_number(0, 1e6, low_open=True), default=50.0, help="low-pass cutoff (Hz)")
     c.add_argument("--plot", help="directory for the figures")
     c.add_argument("--json", action="store_true")
