@@ -180,10 +180,11 @@ def read_columns(path, mapping: Mapping, optional=()) -> tuple[dict, dict]:
     if missing:
         raise BadRun(f"{path}: missing column(s) {', '.join(missing)}")
     si = {c: np.asarray(v, float) * mapping.factor(c) for c, v in cols.items()}
-    shapes = {c: v.shape for c, v in si.items()}
-    if len(set(shapes.values())) != 1 or len(shapes["t"]) != 1:
-        raise BadRun(f"{path}: the columns should be 1-D and of one length, not "
-                     + ", ".join(f"{mapping.columns.get(c, c)} {s}" for c, s in shapes.items()))
+    shapes, time = {mapping.columns.get(c, c): v.shape for c, v in si.items()}, mapping.columns["t"]
+    odd = [name for name, shape in shapes.items() if shape != shapes[time]] if len(shapes[time]) == 1 else []
+    if odd or len(shapes[time]) != 1:
+        raise BadRun(f"{path}: the columns should be 1-D and of one length: "
+                     + ", ".join(f"{name} has shape {shapes[name]}" for name in [time, *odd]))
     return si, meta
 
 
