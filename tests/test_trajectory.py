@@ -1,6 +1,7 @@
 """Validation runs read alike from CSV, HDF5 and ROS 2 bags (granular.data.trajectory), through ingest's
 mapping files: one trajectory in three formats reads to one Trajectory and scores the same."""
 import json
+import shutil
 from types import SimpleNamespace
 
 import h5py
@@ -55,7 +56,7 @@ def formats(tmp_path_factory):
     with h5py.File(paths["h5"], "w") as f:
         for c, v in cols.items():
             f[LAB[c][0]] = v * LAB[c][1]
-        f.attrs.update({k: v for k, v in SIDECAR.items()})
+        f.attrs.update(SIDECAR)
     (root / "map.toml").write_text(MAPPING)
     paths["bag"] = write_bag(root / "bag", "arc", SimpleNamespace(
         t=t, pose=pose, wrench=sensor, theta_des=np.zeros(2), v_des=np.zeros(3), t_total=2.0,
@@ -72,8 +73,8 @@ def test_csv_hdf5_and_bag_read_to_the_same_trajectory(formats):
     root, paths, own, twist = formats
     csv, h5, bag = (read(root, paths, fmt) for fmt in ("csv", "h5", "bag"))
     assert csv.name == h5.name == bag.name == "arc" and csv.path == h5.path == bag.path == "arc" and bag.seed == 1
-    for other, rtol in ((h5, 1e-9), (bag, 1e-6)):  # the bag's stamps are float seconds since 2023
-        np.testing.assert_allclose(other.t, csv.t, rtol=0, atol=rtol)
+    for other, atol in ((h5, 1e-9), (bag, 1e-6)):  # the bag's stamps are float seconds since 2023
+        np.testing.assert_allclose(other.t, csv.t, rtol=0, atol=atol)
     np.testing.assert_allclose(h5.pose, csv.pose, atol=1e-12)
     np.testing.assert_allclose(h5.twist, twist, atol=1e-12)  # mm/s and deg/s through the pose's units
     np.testing.assert_allclose(h5.wrench, csv.wrench, atol=1e-9 * np.abs(csv.wrench).max())  # sign −1, kgf, N·mm
@@ -112,8 +113,6 @@ def _h5(edit):
 
 def _bag(edit, mapping=None):
     def write(root, paths):
-        import shutil
-
         path = root / "badbag"
         shutil.copytree(paths["bag"], path)
         (root / "badbag.json").write_text(json.dumps(SIDECAR))
