@@ -1,4 +1,5 @@
 """DEM acquisition: the geometry checks, and end to end a real YADE bed and two runs on a real Dask cluster."""
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -84,3 +85,65 @@ def test_tiny_dem_acquisition_on_a_dask_cluster(tmp_path):
     # resumable: a second call redoes nothing
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and "26 runs, 26 already done" in again.stderr
+
+
+def test_a_periodic_bed_is_another_bed_and_old_walled_folders_still_match(tmp_path):
+    from granular.data import dem
+    from granular.errors import GranularError
+
+    walled = dem.Bed(600, (0.3, 0.14, 0.3), seed=1)
+    for name in ("bed.yade.gz", "bed.yade.gz.json"):
+        (tmp_path / name).write_text("{}")
+    old = {k: v for k, v in dem.asdict(walled).items() if k != "periodic"}   # written before the option
+    (tmp_path / "bed.params.json").write_text(json.dumps({**old, "depth": walled.depth}))
+    assert dem.prepare_bed(walled, tmp_path) == tmp_path / "bed.yade.gz"
+    with pytest.raises(GranularError, match="another bed"):
+        dem.prepare_bed(dataclasses.replace(walled, periodic=True), tmp_path)
+    with pytest.raises(GranularError, match="another bed"):
+        dem.prepare_bed(dataclasses.replace(walled, young=1e7), tmp_path)
+
+
+def test_acquire_refuses_bad_dem_options_in_one_line(tmp_path):
+    base = [sys.executable, "-m", "granular", "acquire"]
+    cases = [(["dem-paths", "--out", tmp_path / "v", "--paths", "diagonal,zigzag"], "zigzag"),
+             (["dem", "--out", tmp_path / "b.h5", "--paths", "arc"], "dem-paths"),
+             (["dem-paths", "--out", tmp_path / "v", "--seeds", "1,1"], "distinct"),
+             (["dem", "--out", tmp_path / "b.h5", "--young", "-3"], "young")]
+    for args, word in cases:
+        proc = subprocess.run(base + [str(a) for a in args], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert word in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) <= 3, proc.stderr   # usage line(s) and the one error
+
+
+@pytest.mark.slow
+@needs_yade
+def test_a_soft_periodic_bed_settles_on_its_floor_and_takes_a_run(tmp_path):
+    from granular.data import dem, ingest
+    from granular.foot import Foot
+
+    bed = dem.Bed(600, (0.3, 0.14, 0.3), young=1e7, seed=1, periodic=True)
+    dem.prepare_bed(bed, tmp_path, threads=1)
+    info = json.loads((tmp_path / "bed.yade.gz.json").read_text())
+    assert info["below_floor"] == 0, "no bead falls through the floor of the periodic cell"
+    assert info["unbalanced"] < 0.2 and 0.0 < info["overlap_max"] < 0.2
+    assert info["spheres"] <= 600 and abs(info["surface_z"] - bed.depth) < 3 * bed.radius
+    assert info["dt"] > 4 * 0.7 * bed.radius * np.sqrt(bed.density / 3e8), "the soft bed steps ≥ 4× longer"
+    run = dem.plan(dem.bed_file(tmp_path), bed, [[-0.03, 0.0]], np.array([[0.0, -1.0, 0.0]]),
+                   np.array([0.2, 0.2, 0.6]), 0.1, Foot(), "beads")[0]
+    path = dem.run_one(run, str(tmp_path))
+    w, _ = ingest.extract(ingest.read_run(path), Foot(), 50.0)
+    assert w[1] > 0, "pushing down, the beads push back up"
+    contacts = json.loads((tmp_path / f"{run['name']}.contacts.json").read_text())
+    assert len(contacts["overlap_at_pass"]) == 2 and contacts["overlap_at_pass"][0] > 0
+    # a batch in one YADE process: the run done is skipped, the two others run on the bed kept in memory
+    more = dem.plan(dem.bed_file(tmp_path), bed, [[-0.03, 0.0]], np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0],
+                                                                          [0.0, 1.0, 0.0]]),
+                    np.array([0.2, 0.2, 0.6]), 0.1, Foot(), "beads")
+    mtime = (tmp_path / f"{run['name']}.csv").stat().st_mtime_ns
+    results = dem.run_batch(more, str(tmp_path))
+    assert [r[0] for r in results] == [p["name"] for p in more] and all(r[1] and not r[2] for r in results)
+    assert (tmp_path / f"{run['name']}.csv").stat().st_mtime_ns == mtime, "a run done is not redone"
+    drag, up = (ingest.extract(ingest.read_run(r[1]), Foot(), 50.0)[0] for r in results[1:])
+    assert drag[0] < 0, "dragged forward, the beads resist backwards"
+    assert abs(up[1]) < w[1], "pulled up, the beads hold the foot less than they resist it pushed down"

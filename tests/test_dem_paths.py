@@ -104,3 +104,27 @@ def test_tiny_prescribed_path_run_end_to_end(tmp_path):
     mtime = (tmp_path / "runs" / "s1" / "tiny_s1.csv").stat().st_mtime_ns
     assert dem.acquire_paths(tmp_path / "runs", [bed], path, workers=1) == paths    # resumed: nothing redone
     assert (tmp_path / "runs" / "s1" / "tiny_s1.csv").stat().st_mtime_ns == mtime
+
+
+@pytest.mark.slow
+@needs_yade
+def test_acquire_dem_paths_on_the_command_line_is_resumable(tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "validation"
+    cmd = [sys.executable, "-m", "granular", "acquire", "dem-paths", "--out", str(out), "--paths", "rotate",
+           "--seeds", "1", "--particles", "600", "--box", "0.3", "0.14", "0.3", "--young", "1e7",
+           "--workers", "1", "--threads", "1"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert sorted(p.name for p in out.iterdir()) == ["rotate_s1.csv", "rotate_s1.json"]
+    side = json.loads((out / "rotate_s1.json").read_text())
+    assert side["path"] == "rotate" and side["seed"] == 1 and side["bed"]["young"] == 1e7
+    rec = np.loadtxt(out / "rotate_s1.csv", delimiter=",", skiprows=1)
+    assert rec[-1, 0] == pytest.approx(0.6) and rec[-1, 3] == pytest.approx(0.6)
+    assert rec[rec[:, 2] < -0.02, 5].mean() > 0, "3 cm deep, the beads hold the foot up"
+    raw = tmp_path / "validation_runs" / "s1" / "rotate_s1.csv"
+    mtime = raw.stat().st_mtime_ns
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and raw.stat().st_mtime_ns == mtime, "resumed: nothing redone"

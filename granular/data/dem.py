@@ -43,6 +43,10 @@ class Bed:
     the heap is levelled by removing the spheres whose centre lies above the
     height the particles fill at ``packing``, so the bed is flat. ``seed`` picks the bed's
     realisation (the random cloud it rains from); 0 seeds from the clock, as the training bed was made.
+    ``periodic`` makes the cell periodic in x and y (YADE's ``O.periodic``): the bed is an infinite
+    slab of period box x × box y on a floor, without side or end walls; the foot meets its own
+    periodic images instead, one period away. The cell is :data:`PERIODIC_HEADROOM` taller than
+    ``box`` z, so that the foot held above the bed stays inside it.
     """
 
     particles: int = 3400
@@ -55,12 +59,19 @@ class Bed:
     packing: float = 0.6                  # solid fraction of a loose bed of equal spheres
     settled: float = 0.05                 # YADE's unbalanced-force ratio below which the bed is at rest
     seed: int = 0
+    periodic: bool = False                # x, y periodic (no side or end walls), a flat floor only
 
     @property
     def depth(self) -> float:
         """Height the levelled bed fills (m)."""
         sphere = 4 / 3 * np.pi * self.radius ** 3
         return self.particles * sphere / (self.packing * self.box[0] * self.box[1])
+
+
+#: Room (m) above ``box`` z in a periodic cell: YADE's collider may only let a body larger than half
+#: the period (the floor, the foot) work while it stays inside the cell, and the foot (0.3 m) is held
+#: above the bed before it goes in.
+PERIODIC_HEADROOM = 1.0
 
 
 def yade_command():
@@ -75,16 +86,28 @@ import json, math
 from yade import pack
 P = json.load(open(PARAMS))
 Lx, Ly, Lz = P["box"]
+periodic = bool(P.get("periodic"))
 O.materials.append(FrictMat(young=P["young"], poisson=P["poisson"], density=P["density"],
                             frictionAngle=math.atan(P["friction"]), label="beads"))
-O.bodies.append(geom.facetBox((Lx / 2, Ly / 2, Lz), (Lx / 2, Ly / 2, Lz), wallMask=31, material="beads"))
+if periodic:
+    # the floor only, a square layer of fixed beads with their tops at z = 0: in a periodic cell YADE's
+    # collider misses many sphere-facet contacts with a facet spanning the period, and beads fell through
+    nx, ny = max(1, round(Lx / (2 * P["radius"]))), max(1, round(Ly / (2 * P["radius"])))
+    O.bodies.append([utils.sphere(((i + 0.5) * Lx / nx, (j + 0.5) * Ly / ny, -P["radius"]), P["radius"], fixed=True,
+                                  material="beads") for i in range(nx) for j in range(ny)])
+else:
+    O.bodies.append(geom.facetBox((Lx / 2, Ly / 2, Lz), (Lx / 2, Ly / 2, Lz), wallMask=31, material="beads"))
 sp = pack.SpherePack()
 top = 2.0 * P["depth"] + 4 * P["radius"]   # a loose cloud: under a third of the volume is spheres
 # YADE seeds from the clock for seed < 0 (its default, how the training bed was made) and repeats any other seed
-sp.makeCloud((0, 0, 0), (Lx, Ly, top), rMean=P["radius"], rRelFuzz=0.0, num=P["particles"],
-             seed=P.get("seed") or -1)
+# a periodic cloud puts centres anywhere in the box, so it starts a radius up, clear of the floor
+low = P["radius"] if periodic else 0.0
+sp.makeCloud((0, 0, low), (Lx, Ly, low + top), rMean=P["radius"], rRelFuzz=0.0, num=P["particles"],
+             seed=P.get("seed") or -1, periodic=periodic)
 sp.toSimulation(material="beads")
-O.engines = [ForceResetter(), InsertionSortCollider([Bo1_Sphere_Aabb(), Bo1_Facet_Aabb()]),
+if periodic:
+    O.cell.setBox(Lx, Ly, max(Lz, top) + P["headroom"])
+O.engines = [ForceResetter(), InsertionSortCollider([Bo1_Sphere_Aabb(), Bo1_Facet_Aabb()], allowBiggerThanPeriod=periodic),
              InteractionLoop([Ig2_Sphere_Sphere_ScGeom(), Ig2_Facet_Sphere_ScGeom()],
                              [Ip2_FrictMat_FrictMat_FrictPhys()], [Law2_ScGeom_FrictPhys_CundallStrack()]),
              NewtonIntegrator(gravity=(0, 0, -9.81), damping=0.4)]
@@ -94,22 +117,32 @@ while O.time < fall or (unbalancedForce() > P["settled"] and O.time < fall + 2.0
     O.run(1000, True)
 level = P["depth"] - P["radius"]
 for b in list(O.bodies):
-    if isinstance(b.shape, Sphere) and b.state.pos[2] > level:
+    if isinstance(b.shape, Sphere) and b.dynamic and b.state.pos[2] > level:
         O.bodies.erase(b.id)
 t_level = O.time
 while unbalancedForce() > P["settled"] and O.time < t_level + 1.0:   # the levelled surface comes to rest
     O.run(1000, True)
-tops = sorted(b.state.pos[2] + b.shape.radius for b in O.bodies if isinstance(b.shape, Sphere))
+beads = [b for b in O.bodies if isinstance(b.shape, Sphere) and b.dynamic]
+tops = sorted(b.state.pos[2] + b.shape.radius for b in beads)
 layer = [z for z in tops if z > tops[-1] - 2 * P["radius"]]
+lost = sum(1 for b in beads if b.state.pos[2] < 0)   # fell through the floor
+overlap = [i.geom.penetrationDepth for i in O.interactions if i.isReal]
 O.save(OUT)
-json.dump({"surface_z": sum(layer) / len(layer), "spheres": len(tops), "dt": O.dt, "seconds": O.realtime},
+json.dump({"surface_z": sum(layer) / len(layer), "spheres": len(tops), "dt": O.dt, "seconds": O.realtime,
+           "unbalanced": unbalancedForce(), "settle_s": O.time, "below_floor": lost,
+           "overlap_max": max(overlap) / P["radius"], "overlap_mean": sum(overlap) / len(overlap) / P["radius"]},
           open(OUT + ".json", "w"))
 '''
 
 RUN_SCRIPT = r'''
-import json, math
+import json, math, time
+started = time.time()
 P = json.load(open(PARAMS))
-O.load(P["bed"])
+try:
+    load_bed   # BATCH_SCRIPT's: the bed from memory after its first run
+except NameError:
+    load_bed = O.load
+load_bed(P["bed"])
 bed = json.load(open(P["bed"] + ".json"))
 Lx, Ly, Lz = P["box"]
 d, phi0 = P["theta_des"]
@@ -151,9 +184,14 @@ def record():
     p = phi + w * t
     c, s = math.cos(p), math.sin(p)
     rows.append((t, pc[0] - centre, pc[2] - surface, p, c * f[0] + s * f[2], -s * f[0] + c * f[2], tau))
+    if t >= 0.8 * T and not overlap:   # how soft the contacts are where θ_des is passed (stiffness scaling)
+        depth = [i.geom.penetrationDepth for i in O.interactions if i.isReal]
+        overlap.extend([max(depth) / bed_radius, sum(depth) / len(depth) / bed_radius])
+overlap, bed_radius = [], min(b.shape.radius for b in O.bodies if isinstance(b.shape, Sphere))
 every = max(1, int(P["record_period"] / O.dt))
-O.engines = base + [move + spin, newton, PyRunner(command="follow()", iterPeriod=1),
-                    PyRunner(command="record()", iterPeriod=every)]
+# a foot that does not turn needs no moving centre of rotation: no Python call on every step
+O.engines = base + [move + spin, newton] + ([PyRunner(command="follow()", iterPeriod=1)] if w else []) + [
+    PyRunner(command="record()", iterPeriod=every)]
 O.run(int(T / O.dt) + 1, True)
 import csv, os
 with open(OUT + ".tmp", "w", newline="") as fh:
@@ -162,9 +200,34 @@ with open(OUT + ".tmp", "w", newline="") as fh:
     wr.writerows(rows)
 json.dump({"theta_des": P["theta_des"], "v_des": P["v_des"], "t_total": T, "medium": P["medium"],
            "sensor_offset": [0.0, 0.0], "sensor_angle": 0.0, "velocity_scale": P["velocity_scale"],
-           "insertion_m": lift, "seconds": O.realtime},
+           "insertion_m": lift, "seconds": time.time() - started},
           open(OUT[:-4] + ".json", "w"))
+json.dump({"overlap_at_pass": overlap}, open(OUT[:-4] + ".contacts.json", "w"))   # beside: the sidecar's keys are fixed
 os.replace(OUT + ".tmp", OUT)
+'''
+
+
+#: Several runs in one YADE process: the bed is read from its file once, kept in memory
+#: (``O.saveTmp``) and restored before each later run (``O.loadTmp``), so a run no longer pays for
+#: starting YADE and decompressing the bed. Each run is RUN_SCRIPT unchanged; one failing does not stop
+#: the others. JOBS, the (params file, output) pairs, and RUN are prepended by :func:`run_batch`.
+BATCH_SCRIPT = r'''
+import sys, traceback
+kept = None
+def load_bed(path):
+    global kept
+    if kept == path:
+        O.loadTmp("bed")
+    else:
+        O.load(path)
+        O.saveTmp("bed")
+        kept = path
+for PARAMS, OUT in JOBS:
+    try:
+        exec(RUN, globals())
+    except Exception:
+        print("run failed:", PARAMS, file=sys.stderr)
+        traceback.print_exc()
 '''
 
 
@@ -250,13 +313,23 @@ def _run_yade(script: str, params: dict, workdir: Path, name: str, out: Path, ti
     return out
 
 
-def prepare_bed(bed: Bed, workdir, timeout: float = 3600) -> Path:
-    """Rain, settle, level and save the bed once (reused if it is already there)."""
-    out = bed_file(workdir)
+def _bed_params(bed: Bed) -> dict:
+    """What the bed script is given."""
     params = {**asdict(bed), "depth": bed.depth}
+    if bed.periodic:
+        params["headroom"] = PERIODIC_HEADROOM
+    return params
+
+
+def prepare_bed(bed: Bed, workdir, timeout: float = 3600, threads: int | None = None) -> Path:
+    """Rain, settle, level and save the bed once (reused if it is already there); YADE on ``threads``
+    (default: all cores)."""
+    out = bed_file(workdir)
+    params = _bed_params(bed)
     if not (out.exists() and _bed_info(workdir).exists()):
-        _run_yade(BED_SCRIPT, params, Path(workdir), "bed", out, timeout, threads=os.cpu_count() or 1)
-    kept = {"seed": 0, **json.loads((Path(workdir) / "bed.params.json").read_text())}  # made before beds had seeds
+        _run_yade(BED_SCRIPT, params, Path(workdir), "bed", out, timeout, threads=threads or os.cpu_count() or 1)
+    # beds made before beds had seeds, or before the periodic option, were seeded from the clock and walled
+    kept = {"seed": 0, "periodic": False, **json.loads((Path(workdir) / "bed.params.json").read_text())}
     if kept != json.loads(json.dumps(params)):
         raise GranularError(f"{workdir} holds runs on another bed ({kept['particles']} spheres in a box "
                             f"{kept['box']}, seed {kept['seed']}): give another --workdir, or delete it to start over")
@@ -277,7 +350,42 @@ def run_one(params: dict, workdir: str, timeout: float = 3600) -> str:
     out = Path(workdir) / f"{params['name']}.csv"
     if is_done(params, workdir):
         return str(out)
+    _forget(params, workdir)
     return str(_run_yade(RUN_SCRIPT, params, Path(workdir), params["name"], out, timeout))
+
+
+def _forget(params: dict, workdir):
+    """Remove a run's record of other parameters, which must not pass for this run's once its
+    parameter file is rewritten."""
+    for suffix in (".csv", ".json"):
+        (Path(workdir) / f"{params['name']}{suffix}").unlink(missing_ok=True)
+
+
+def run_batch(batch: list, workdir: str, timeout: float = 3600) -> list:
+    """Several runs on one bed in one YADE process (a Dask task; BATCH_SCRIPT), those already done
+    skipped. Returns a (name, CSV path or None, error or None) per run."""
+    work = Path(workdir)
+    todo = [p for p in batch if not is_done(p, work)]
+    if todo:
+        jobs = []
+        for p in todo:
+            _forget(p, work)
+            pfile = work / f"{p['name']}.params.json"
+            pfile.write_text(json.dumps(p))
+            jobs.append((str(pfile), str(work / f"{p['name']}.csv")))
+        name = f"batch_{todo[0]['name']}"
+        sfile = work / f"{name}.py"
+        sfile.write_text(f"JOBS = {jobs!r}\nRUN = {RUN_SCRIPT!r}\n" + BATCH_SCRIPT)
+        proc = subprocess.run([yade_command(), "-j", "1", "-n", "-x", str(sfile)], capture_output=True, text=True,
+                              timeout=timeout * len(todo))
+        tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
+    results = []
+    for p in batch:
+        if is_done(p, work):
+            results.append((p["name"], str(work / f"{p['name']}.csv"), None))
+        else:
+            results.append((p["name"], None, f"YADE failed on {p['name']} (exit {proc.returncode}): {tail}"))
+    return results
 
 
 def is_done(params: dict, workdir) -> bool:
@@ -323,35 +431,64 @@ def plan(bed_path, bed: Bed, configs, directions, velocity_scale, t_total, foot,
 
 
 def acquire(workdir, bed: Bed, configs, directions, velocity_scale, t_total, foot, medium="beads",
-            workers: int = 2, scheduler=None, insert_speed: float = 1.0, progress=True):
-    """Run every acquisition on a Dask cluster (local unless ``scheduler``); return the CSV paths."""
+            workers: int = 2, scheduler=None, insert_speed: float = 1.0, progress=True, threads: int | None = None,
+            batch: int = 1):
+    """Run every acquisition on a Dask cluster (local unless ``scheduler``); return the CSV paths. The bed
+    is prepared here on ``threads`` YADE threads (default: all cores); each run uses one. With
+    ``batch`` > 1 a Dask task runs up to that many runs of one configuration in one YADE process
+    (:func:`run_batch`)."""
     from distributed import Client, LocalCluster, as_completed
     from tqdm import tqdm
 
     workdir = Path(workdir).resolve()
     runs = plan(bed_file(workdir), bed, configs, directions, velocity_scale, t_total, foot, medium, insert_speed)
     log.info("preparing the bed (%d spheres, %.3f m deep) in %s", bed.particles, bed.depth, workdir)
-    prepare_bed(bed, workdir)
+    prepare_bed(bed, workdir, threads=threads)
     done = [r for r in runs if is_done(r, workdir)]
     log.info("%d runs, %d already done", len(runs), len(done))
     cluster = None if scheduler else LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                                   dashboard_address=None)
     paths, failed = [], []
+    groups = [[r] for r in runs] if batch <= 1 else _batches(runs, batch)
     with Client(scheduler or cluster) as client:
-        futures = [client.submit(run_one, r, str(workdir), key=r["name"], pure=False) for r in runs]
-        bar = tqdm(as_completed(futures), total=len(futures), desc="DEM runs", disable=None if progress else True)
-        for k, future in enumerate(bar, 1):
+        if batch <= 1:
+            futures = [client.submit(run_one, r, str(workdir), key=r["name"], pure=False) for r in runs]
+        else:
+            futures = [client.submit(run_batch, g, str(workdir), key=f"batch_{g[0]['name']}", pure=False)
+                       for g in groups]
+        size = {f.key: len(g) for f, g in zip(futures, groups)}
+        bar = tqdm(total=len(runs), desc="DEM runs", disable=None if progress else True)
+        k = 0
+        for future in as_completed(futures):
             try:
-                paths.append(future.result())
+                results = future.result()
+                if batch <= 1:
+                    results = [(future.key, results, None)]
             except Exception as exc:  # a failed run is reported and skipped, never fatal
-                failed.append(str(exc))
-                log.warning("run failed: %s", exc)
-            if bar.disable and progress and k % max(1, len(futures) // 10) == 0:
-                log.info("DEM runs: %d/%d", k, len(futures))  # a log file gets a line per tenth instead of a bar
+                results = [(future.key, None, str(exc))] * size[future.key]
+            for _, path, error in results:
+                if path is not None:
+                    paths.append(path)
+                else:
+                    failed.append(error)
+                    log.warning("run failed: %s", error)
+            bar.update(len(results))
+            k += len(results)
+            if bar.disable and progress and k * 10 // len(runs) > (k - len(results)) * 10 // len(runs):
+                log.info("DEM runs: %d/%d", k, len(runs))  # a log file gets a line per tenth instead of a bar
+        bar.close()
     if cluster is not None:
         cluster.close()
     log.info("%d runs recorded, %d failed", len(paths), len(failed))
     return sorted(paths)
+
+
+def _batches(runs, size):
+    """The runs in groups of at most ``size`` sharing a configuration (and so a start of the same bed)."""
+    by = {}
+    for r in runs:
+        by.setdefault(tuple(r["theta_des"]), []).append(r)
+    return [g[i:i + size] for g in by.values() for i in range(0, len(g), size)]
 
 
 def cost(workdir, paths) -> dict:
@@ -362,7 +499,8 @@ def cost(workdir, paths) -> dict:
 
 
 def acquire_dataset(out, medium: str, bed: Bed, depths, tilts, m: int, t_total: float, cutoff: float,
-                    workdir=None, workers: int = 2, scheduler=None, insert_speed: float = 1.0):
+                    workdir=None, workers: int = 2, scheduler=None, insert_speed: float = 1.0,
+                    threads: int | None = None, batch: int = 1):
     """The whole DEM acquisition of a medium: bed, runs on Dask (resumable in ``workdir``), ingestion
     through the rig path; the dataset, its creator line saying how it was made."""
     from dataclasses import replace
@@ -377,10 +515,13 @@ def acquire_dataset(out, medium: str, bed: Bed, depths, tilts, m: int, t_total: 
     workdir = workdir or str(Path(out).with_suffix("")) + "_runs"
     scale = np.array(BEADS_VELOCITY_SCALE)
     paths = acquire(workdir, bed, config_grid(depths, tilts), sphere_directions(m), scale, t_total, Foot(),
-                    medium=medium, workers=workers, scheduler=scheduler, insert_speed=insert_speed)
+                    medium=medium, workers=workers, scheduler=scheduler, insert_speed=insert_speed, threads=threads,
+                    batch=batch)
     ds = ingest.assemble(paths, out_medium=medium, cutoff=cutoff, m=m, velocity_scale=scale, source="dem")
     c = cost(workdir, paths)
-    made = (f"YADE, {c['spheres']} spheres in a {' x '.join(map(str, bed.box))} m box, t_total {t_total} s, "
+    cell = "periodic cell" if bed.periodic else "box"
+    made = (f"YADE, {c['spheres']} spheres in a {' x '.join(map(str, bed.box))} m {cell}, E {bed.young:.3g} Pa, "
+            f"seed {bed.seed}, t_total {t_total} s, "
             f"insertion {insert_speed} m/s, cutoff {cutoff} Hz; bed {c['bed_s']:.0f} s, "
             f"{c['runs']} runs {c['runs_s'] / 60:.1f} min of YADE time")
     log.info("%s", made)
@@ -508,10 +649,10 @@ def _bed_summary(bed: Bed, workdir) -> dict:
 
 def acquire_paths(workdir, beds, paths=None, foot=None, medium="beads", workers: int = 2, scheduler=None,
                   insert_speed: float = 1.0, cutoff: float = PATH_CUTOFF_HZ, rate: float = PATH_RATE_HZ,
-                  out=None, timeout: float = 3600):
-    """Every (bed, path) as a Dask task, each bed prepared once in ``workdir/s<seed>``; resumable, a
-    failed run logged and skipped. Returns the CSV paths (``PATH_sSEED.csv``), also copied with
-    their sidecars into ``out`` if given."""
+                  out=None, timeout: float = 3600, threads: int | None = None):
+    """Every (bed, path) as a Dask task, each bed prepared once in ``workdir/s<seed>`` (on ``threads``
+    YADE threads, default all cores); resumable, a failed run logged and skipped. Returns the CSV
+    paths (``PATH_sSEED.csv``), also copied with their sidecars into ``out`` if given."""
     from distributed import Client, LocalCluster, as_completed
 
     from granular.foot import Foot
@@ -527,7 +668,7 @@ def acquire_paths(workdir, beds, paths=None, foot=None, medium="beads", workers:
         folder = workdir / f"s{bed.seed}"
         log.info("preparing the bed of seed %d (%d spheres, %.3f m deep) in %s", bed.seed, bed.particles,
                  bed.depth, folder)
-        prepare_bed(bed, folder)
+        prepare_bed(bed, folder, threads=threads)
         summary = _bed_summary(bed, folder)
         log.info("bed of seed %d: %d spheres kept, packing %.3f, %.0f s", bed.seed, summary["spheres"],
                  summary["packing_measured"], summary["seconds"])

@@ -1,0 +1,277 @@
+"""How the DEM bed's artefacts and speed-ups move the wrench (issue 16): a re-runnable study.
+
+Each *variant* is a bed (``dem.Bed``) and an insertion speed; each is run in the same few
+configurations and directions through :mod:`granular.data.dem`'s own acquisition script, one YADE
+process at a time on one thread, and the wrench is read the way the dataset reads it
+(``ingest.extract``: low-passed at 50 Hz, at the instant the run passes θ_des, in F_r). A variant's
+change is measured against a reference variant, cell by cell:
+
+    change = |F_v − F_ref| / |F_ref|,   F = (f_x, f_z) at θ_des
+
+and, less noisy, the same on the mean force over the last 40 % of the run (``win``). Results go to a
+CSV row per run, rewritten atomically after every run, so the study reports as it goes and an
+interrupted study continues where it stopped (runs already recorded are reused by
+``dem.is_done``)::
+
+    python3 -m granular.data.dem_study run --workdir /tmp/dem_study --variants E3e8,E3e7,E1e7 \\
+        --out data/dem_study/results.csv
+    python3 -m granular.data.dem_study report data/dem_study/results.csv
+
+``run_s`` is YADE's own time for a run (loading the bed included), ``wall_s`` the time the Python
+call took (starting YADE included; for a batch, its time divided by its runs).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import logging
+import sys
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from granular.data import dem
+from granular.errors import GranularError
+
+log = logging.getLogger(__name__)
+
+#: (d m, φ rad): one upright and one tilted configuration, both within the training grid.
+CONFIGS = {"upright": (-0.04, 0.0), "tilted": (-0.04, 0.75)}
+#: Unit directions in (x, z, φ), scaled by the Beads velocity scale: straight down, a horizontal drag,
+#: a diagonal down and forward.
+DIRECTIONS = {"down": (0.0, -1.0, 0.0), "drag": (1.0, 0.0, 0.0), "diagonal": (2 ** -0.5, -(2 ** -0.5), 0.0)}
+T_TOTAL, CUTOFF_HZ = 0.2, 50.0
+#: The fraction of the run over whose end the windowed wrench is averaged.
+WINDOW = 0.4
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A bed, an insertion speed, and the variant it is compared with (its reference)."""
+
+    bed: dem.Bed
+    insert_speed: float = 1.0
+    reference: str = ""
+    what: str = ""
+    batch: bool = False                   # a configuration's directions in one YADE process (dem.run_batch)
+
+
+def variants() -> dict:
+    """The study's variants by name. ``E3e8`` is today's training bed (seeded, so it can be repeated);
+    the artefact variants are built on ``E1e7``, the stiffness the speed-up uses, each changing one
+    thing: 1.5× wider and longer, 1.5× deeper, 4× slower insertion, periodic in x and y, another seed."""
+    base = dem.Bed(seed=1)
+    soft = replace(base, young=1e7)
+    wide_box = (base.box[0] * 1.5, base.box[1] * 1.5, base.box[2])
+    deep_box = (base.box[0], base.box[1], base.box[2] * 1.5)
+    v = {
+        "E3e8": Variant(base, what="today's bed: walled 0.5 × 0.22 m, 3,400 spheres, E 3e8 Pa"),
+        "E3e7": Variant(replace(base, young=3e7), reference="E3e8", what="E 3e7 Pa"),
+        "E1e7": Variant(soft, reference="E3e8", what="E 1e7 Pa"),
+        "E1e7-s2": Variant(replace(soft, seed=2), reference="E1e7", what="another realisation (seed 2)"),
+        "E1e7-s3": Variant(replace(soft, seed=3), reference="E1e7", what="another realisation (seed 3)"),
+        "E1e7-wide": Variant(replace(soft, box=wide_box, particles=round(base.particles * 2.25)), reference="E1e7",
+                             what="walls: box 1.5× wider and longer (same depth)"),
+        "E1e7-deep": Variant(replace(soft, box=deep_box, particles=round(base.particles * 1.5)), reference="E1e7",
+                             what="floor: bed 1.5× deeper"),
+        "E1e7-slow": Variant(soft, insert_speed=0.25, reference="E1e7", what="insertion 4× slower (0.25 m/s)"),
+        "E1e7-per": Variant(replace(soft, periodic=True), reference="E1e7",
+                            what="periodic in x and y (no walls), same period as the box"),
+        "E1e7-per-wide": Variant(replace(soft, periodic=True, box=wide_box, particles=round(base.particles * 2.25)),
+                                 reference="E1e7-per", what="periodic, period 1.5× longer and wider"),
+        "E1e7-per-s2": Variant(replace(soft, periodic=True, seed=2), reference="E1e7-per",
+                               what="periodic, another realisation (seed 2)"),
+        "E3e8-slow": Variant(base, insert_speed=0.25, reference="E3e8", what="E 3e8 Pa, insertion 4× slower"),
+        "E1e7-batch": Variant(soft, reference="E1e7", batch=True,
+                              what="E1e7's runs, a configuration's three in one YADE process, the bed kept in memory"),
+    }
+    return v
+
+
+def _bed_dir(bed: dem.Bed) -> str:
+    """A folder name per distinct bed, so variants on the same bed share it."""
+    parts = [f"n{bed.particles}", "x".join(f"{b:g}" for b in bed.box), f"E{bed.young:.0e}", f"s{bed.seed}"]
+    return "bed_" + "_".join(parts) + ("_per" if bed.periodic else "")
+
+
+def _window(path, foot, cutoff):
+    """Mean wrench in F_r over the last WINDOW of the run (the low-passed record)."""
+    from granular.data import ingest
+
+    run = ingest.read_run(path)
+    smooth = ingest.lowpass(run, cutoff)
+    keep = run.t >= run.t[0] + (1 - WINDOW) * run.t_total
+    w = ingest.to_reference(smooth[keep], run.pose[keep, 2], run.sensor_offset, run.sensor_angle, foot)
+    return w.mean(axis=0)
+
+
+def run_variant(name: str, variant: Variant, workdir: Path, rows: list, out: Path | None):
+    """Prepare the variant's bed and run its configurations × directions, appending a row per run."""
+    from granular.data import ingest
+    from granular.foot import Foot
+
+    foot, scale = Foot(), np.array(dem.BEADS_VELOCITY_SCALE)
+    folder = workdir / _bed_dir(variant.bed)
+    t = time.time()
+    dem.prepare_bed(variant.bed, folder, threads=1)
+    info = dem._bed_summary(variant.bed, folder)
+    raw = json.loads(dem._bed_info(folder).read_text())
+    log.info("%s: bed %s, %d spheres, packing %.3f, unbalanced %.3g (%.0f s)", name, folder.name, info["spheres"],
+             info["packing_measured"], raw.get("unbalanced", float("nan")), time.time() - t)
+    for cname, theta in CONFIGS.items():
+        plans = dem.plan(dem.bed_file(folder), variant.bed, [theta], np.array(list(DIRECTIONS.values())), scale,
+                         T_TOTAL, foot, "beads", variant.insert_speed)
+        for params, dname in zip(plans, DIRECTIONS):
+            params["name"] = f"{name}_{cname}_{dname}"
+        plans = [(p, d) for p, d in zip(plans, DIRECTIONS)
+                 if not any(r["variant"] == name and r["config"] == cname and r["direction"] == d for r in rows)]
+        batch_wall = None
+        if variant.batch and plans:
+            todo = [p for p, _ in plans if not dem.is_done(p, folder)]
+            t = time.time()
+            failed = [err for _, path, err in dem.run_batch(todo, str(folder)) if path is None]
+            if failed:
+                raise GranularError("; ".join(failed))
+            batch_wall = (time.time() - t) / len(todo) if todo else None
+        for params, dname in plans:
+            t = time.time()
+            done = dem.is_done(params, folder)
+            path = dem.run_one(params, str(folder))
+            wall = batch_wall if variant.batch else (None if done else time.time() - t)
+            w, _ = ingest.extract(ingest.read_run(path), foot, CUTOFF_HZ)
+            win = _window(path, foot, CUTOFF_HZ)
+            side = json.loads(Path(path).with_suffix(".json").read_text())
+            contacts = Path(path).with_suffix(".contacts.json")
+            overlap = json.loads(contacts.read_text())["overlap_at_pass"] if contacts.exists() else [float("nan")] * 2
+            rows.append({"variant": name, "reference": variant.reference, "what": variant.what,
+                         "config": cname, "d": theta[0], "phi": theta[1], "direction": dname,
+                         "fx": w[0], "fz": w[1], "tau": w[2], "fx_win": win[0], "fz_win": win[1], "tau_win": win[2],
+                         "run_s": side.get("seconds"), "wall_s": wall, "insert_speed": variant.insert_speed,
+                         "young": variant.bed.young, "periodic": variant.bed.periodic, "seed": variant.bed.seed,
+                         "box": "x".join(f"{b:g}" for b in variant.bed.box), "spheres": info["spheres"],
+                         "packing": info["packing_measured"], "unbalanced": raw.get("unbalanced"),
+                         "bed_s": info["seconds"], "dt": raw.get("dt"),
+                         "steps": round((side.get("insertion_m", 0.0) / variant.insert_speed + T_TOTAL) / raw["dt"]),
+                         "overlap_max": overlap[0], "overlap_mean": overlap[1]})
+            log.info("%s %s %s: F_r = (%.1f, %.1f) N, %.2f N·m; window (%.1f, %.1f) N; %.0f s", name, cname, dname,
+                     *w, win[0], win[1], side.get("seconds", 0))
+            if out is not None:
+                write_rows(rows, out)
+
+
+def write_rows(rows, out: Path):
+    from granular.io.files import atomic_path
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    keys = list(dict.fromkeys(k for r in rows for k in r))   # rows of an older study may lack newer columns
+    with atomic_path(out) as tmp, open(tmp, "w", newline="") as fh:
+        wr = csv.DictWriter(fh, keys)
+        wr.writeheader()
+        for r in rows:
+            wr.writerow({k: (round(v, 6) if isinstance(v, float) else v) for k, v in r.items()})
+
+
+def read_rows(path) -> list:
+    path = Path(path)
+    if not path.exists():
+        return []
+    with open(path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    words = {"True": True, "False": False, "": None}
+    for r in rows:
+        for k, v in r.items():
+            if k not in ("variant", "reference", "what", "config", "direction", "box"):
+                r[k] = words[v] if v in words else float(v)
+    return rows
+
+
+def changes(rows) -> list:
+    """Per variant with a reference: the force change in % per (config, direction), instant and windowed."""
+    by = {(r["variant"], r["config"], r["direction"]): r for r in rows}
+    out = []
+    for r in rows:
+        ref = by.get((r["reference"], r["config"], r["direction"]))
+        if not r["reference"] or ref is None:
+            continue
+        f, fr = np.array([r["fx"], r["fz"]]), np.array([ref["fx"], ref["fz"]])
+        g, gr = np.array([r["fx_win"], r["fz_win"]]), np.array([ref["fx_win"], ref["fz_win"]])
+        out.append({"variant": r["variant"], "reference": r["reference"], "config": r["config"],
+                    "direction": r["direction"], "F": float(np.linalg.norm(f)), "F_ref": float(np.linalg.norm(fr)),
+                    "change": 100 * float(np.linalg.norm(f - fr) / np.linalg.norm(fr)),
+                    "change_win": 100 * float(np.linalg.norm(g - gr) / np.linalg.norm(gr))})
+    return out
+
+
+def report(rows) -> str:
+    """Markdown tables: the beds, and per variant its change against its reference and its cost."""
+    lines = ["| variant | what | spheres | packing | unbalanced | bed s | dt s | steps/run | YADE s/run | wall s/run "
+             "| overlap max/r at pass |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    seen = {}
+    for r in rows:
+        seen.setdefault(r["variant"], []).append(r)
+    for name, rs in seen.items():
+        r = rs[0]
+        run_s = np.mean([x["run_s"] for x in rs])
+        walls = [x["wall_s"] for x in rs if x.get("wall_s")]
+        steps = [x["steps"] for x in rs if x.get("steps")]
+        ov = np.nanmax([x["overlap_max"] for x in rs])
+        lines.append(f"| {name} | {r['what']} | {int(r['spheres'])} | {r['packing']:.3f} | {r['unbalanced']:.3f} | "
+                     f"{r['bed_s']:.0f} | {r['dt']:.2e} | {np.mean(steps) if steps else float('nan'):.0f} | "
+                     f"{run_s:.1f} | {np.mean(walls) if walls else float('nan'):.1f} | {ov:.3f} |")
+    ch = changes(rows)
+    lines += ["", "| variant vs reference | " + " | ".join(f"{c} {d}" for c in CONFIGS for d in DIRECTIONS)
+              + " | mean | mean (window) |", "|---|" + "---|" * (len(CONFIGS) * len(DIRECTIONS) + 2)]
+    for name in seen:
+        cells = {(c["config"], c["direction"]): c for c in ch if c["variant"] == name}
+        if not cells:
+            continue
+        row = [f"{cells[(c, d)]['change']:.0f}" if (c, d) in cells else "–" for c in CONFIGS for d in DIRECTIONS]
+        mean = np.mean([c["change"] for c in cells.values()])
+        mean_w = np.mean([c["change_win"] for c in cells.values()])
+        lines.append(f"| {name} vs {seen[name][0]['reference']} | " + " | ".join(row) + f" | {mean:.0f} | {mean_w:.0f} |")
+    lines += ["", "| variant | " + " | ".join(f"{c} {d}" for c in CONFIGS for d in DIRECTIONS) + " |",
+              "|---|" + "---|" * (len(CONFIGS) * len(DIRECTIONS))]
+    for name, rs in seen.items():
+        cells = {(r["config"], r["direction"]): r for r in rs}
+        row = [f"({cells[(c, d)]['fx']:.0f}, {cells[(c, d)]['fz']:.0f})" if (c, d) in cells else "–"
+               for c in CONFIGS for d in DIRECTIONS]
+        lines.append(f"| {name} | " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python3 -m granular.data.dem_study", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="run variants one after another (YADE on one thread), resumable")
+    r.add_argument("--workdir", required=True, help="where beds and runs are kept (not in git)")
+    r.add_argument("--variants", required=True, help=f"comma-separated, of: {', '.join(variants())}")
+    r.add_argument("--out", required=True, help="results CSV (a row per run, rewritten after each run)")
+    s = sub.add_parser("report", help="markdown tables of a results CSV")
+    s.add_argument("results")
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    try:
+        if args.cmd == "report":
+            print(report(read_rows(args.results)))
+            return 0
+        known = variants()
+        names = [n for n in args.variants.split(",") if n]
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise GranularError(f"unknown variant(s) {', '.join(unknown)}; known: {', '.join(known)}")
+        out = Path(args.out)
+        rows = read_rows(out)
+        for name in names:
+            run_variant(name, known[name], Path(args.workdir).resolve(), rows, out)
+        print(report(rows))
+    except GranularError as exc:
+        print(f"dem_study: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
