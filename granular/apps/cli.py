@@ -345,14 +345,38 @@ def cmd_ingest(args):
 
 
 def cmd_acquire(args):
+    import dataclasses
+
     from granular.data import dataset as wd
     from granular.data import dem
 
+    bed = dem.Bed(particles=args.particles, box=tuple(args.box), young=args.young, periodic=args.periodic,
+                  seed=args.seed)
+    if args.engine == "dem-paths":
+        _check_outputs(args, files=(), folders=("out",))
+        names = args.paths or list(dem.VALIDATION_PATHS)
+        unknown = [n for n in names if n not in dem.VALIDATION_PATHS]
+        if unknown:
+            raise GranularError(f"--paths: unknown path(s) {', '.join(unknown)}; known: {', '.join(dem.VALIDATION_PATHS)}")
+        seeds = args.seeds or [1, 2, 3]
+        if len(set(seeds)) != len(seeds):
+            raise GranularError("--seeds: give distinct seeds (a bed's folder and its runs are named by its seed)")
+        if args.medium != "beads":
+            raise GranularError(f"unknown DEM medium {args.medium!r}; the DEM preset is 'beads' (paper §IV-A)")
+        dem.yade_command()
+        done = dem.acquire_paths(args.workdir or str(args.out).rstrip("/") + "_runs",
+                                 [dataclasses.replace(bed, seed=s) for s in seeds],
+                                 {n: dem.VALIDATION_PATHS[n] for n in names}, workers=args.workers,
+                                 scheduler=args.scheduler, insert_speed=args.insert_speed, out=args.out,
+                                 threads=args.threads)
+        _say(f"wrote {len(done)} of {len(names) * len(seeds)} runs to {args.out}")
+        return
+    if args.paths or args.seeds:
+        raise GranularError("--paths and --seeds belong to `granular acquire dem-paths`")
     _check_outputs(args)
-    bed = dem.Bed(particles=args.particles, box=tuple(args.box))
     ds = dem.acquire_dataset(args.out, args.medium, bed, args.depths, args.tilts, args.directions, args.t_total,
                              args.cutoff, workdir=args.workdir, workers=args.workers, scheduler=args.scheduler,
-                             insert_speed=args.insert_speed)
+                             insert_speed=args.insert_speed, threads=args.threads, batch=args.batch)
     wd.write(ds, args.out)
     _say(f"wrote {args.out}")
 
@@ -502,9 +526,10 @@ def build_parser():
     g.set_defaults(func=cmd_ingest)
 
     a = sub.add_parser("acquire", help="generate wrench data by DEM simulation with YADE, on a Dask cluster")
-    a.add_argument("engine", choices=["dem"])
+    a.add_argument("engine", choices=["dem", "dem-paths"],
+                   help="dem: the wrench dataset; dem-paths: the held-out validation paths (data/validation)")
     a.add_argument("--medium", default="beads")
-    a.add_argument("--out", required=True, help="dataset to write (.h5)")
+    a.add_argument("--out", required=True, help="dataset to write (.h5); for dem-paths, the folder of the shipped runs")
     a.add_argument("--depths", type=_floats(-10.0, 0.0), default=[0.0, -0.03, -0.06],
                    help="comma-separated d (m); default: 0, -0.03, -0.06 (Table I Beads: 0 to -0.24 in steps of 0.06)")
     a.add_argument("--tilts", type=_floats(-1.5708, 1.5708), default=[0.0, 0.5, 1.0],
@@ -520,6 +545,21 @@ def build_parser():
     a.add_argument("--workers", type=_number(1, 1024, kind=int), default=2, help="local Dask workers")
     a.add_argument("--scheduler", help="address of an existing Dask scheduler (scale to many machines)")
     a.add_argument("--workdir", help="where runs are kept (resumable); default: OUT_runs/")
+    a.add_argument("--young", type=_number(1e5, 1e12), default=3e8,
+                   help="Young's modulus of the beads (Pa; default 3e8, the paper's); softer is faster (time step "
+                        "∝ 1/√E), see data/README.md for what it does to the wrench")
+    a.add_argument("--periodic", action="store_true",
+                   help="a bed periodic in x and y (no side or end walls; the box's X, Y are the period)")
+    a.add_argument("--seed", type=_number(0, 2**31 - 1, kind=int), default=0,
+                   help="the bed's realisation (0: from the clock)")
+    a.add_argument("--threads", type=_number(1, 1024, kind=int),
+                   help="YADE threads for preparing the bed (default: all cores); runs use one each")
+    a.add_argument("--batch", type=_number(1, 10**4, kind=int), default=1,
+                   help="runs of one configuration per YADE process, the bed read once and kept in memory (default 1)")
+    a.add_argument("--paths", type=lambda t: [n.strip() for n in t.split(",") if n.strip()],
+                   help="dem-paths: comma-separated path names (default: all of dem.VALIDATION_PATHS)")
+    a.add_argument("--seeds", type=lambda t: [_number(1, 2**31 - 1, kind=int)(n) for n in t.split(",") if n.strip()],
+                   help="dem-paths: comma-separated bed seeds, one bed each (default: 1,2,3)")
     a.set_defaults(func=cmd_acquire)
 
     c = sub.add_parser("validate", help="score a model's wrenches against recorded trajectories (held-out DEM runs)")
