@@ -106,7 +106,7 @@ def test_summary_names_torso_and_feet():
     assert "torso" in s["bodies"]
     assert set(s["feet"]) == {"front_1", "front_2", "rear_1", "rear_2"}
     for foot in s["feet"].values():
-        assert set(foot) == {"slip_m", "max_depth_m"}
+        assert set(foot) == {"slip_m", "max_depth_m", "outside_data_s"}
 
 
 @pytest.mark.parametrize("edit,message", [

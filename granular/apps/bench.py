@@ -36,16 +36,18 @@ def wrench_space(model, contacts: int = 4, repeat: int = 500, seed: int = 0) -> 
 
 
 REFERENCE = "cvxpy/exact"
-CONFIGS = ("daqp/fixed", "daqp/exact", "quadprog/fixed", "quadprog/exact", "osqp/fixed", "osqp/exact",
-           "cvxpy/fixed", "cvxpy/exact")
+CONFIGS = ("daqp/fixed", "daqp/fixed/data-flow", "daqp/exact", "quadprog/fixed", "quadprog/exact", "osqp/fixed",
+           "osqp/exact", "cvxpy/fixed", "cvxpy/exact")
 
 
-def scene_steps(scenario: str, solver: str, representation: str, steps: int, warmup: int) -> np.ndarray:
+def scene_steps(scenario: str, solver: str, representation: str, steps: int, warmup: int,
+                contact: str = "max-dissipation") -> np.ndarray:
     """Wall time (s) of each simulation step (controller + step) of a scenario, after warm-up."""
     from granular.scenarios import scenario as scenarios
     from granular.simulation.simulation import StepTimer
 
-    sim = scenarios.build(scenarios.load(scenario).with_(solver=solver, representation=representation))
+    sim = scenarios.build(scenarios.load(scenario).with_(solver=solver, representation=representation,
+                                                                      contact=contact))
     timer = StepTimer(steps, warmup)
     sim.rollout(warmup + steps, [timer])
     return timer.times
@@ -56,13 +58,13 @@ PAPER_S_PER_FRAME = 0.343
 
 
 def scene(scenario: str, steps: int, warmup: int, configs=CONFIGS, paper: bool = False) -> dict:
-    """Median µs per step for each solver/representation, the speed-up over the reference and,
-    with ``paper``, the speed-up over the paper's 0.343 s per frame."""
+    """Median µs per step for each solver/representation[/contact law], the speed-up over the
+    reference and, with ``paper``, the speed-up over the paper's 0.343 s per frame."""
     out = {}
     for config in configs:
-        solver, representation = config.split("/")
-        out[config] = {"us_per_step": float(np.median(scene_steps(scenario, solver, representation, steps, warmup))
-                                            * 1e6)}
+        solver, representation, *law = config.split("/")
+        times = scene_steps(scenario, solver, representation, steps, warmup, *law)
+        out[config] = {"us_per_step": float(np.median(times) * 1e6), "mean_us_per_step": float(np.mean(times) * 1e6)}
     ref = out[REFERENCE]["us_per_step"]
     for row in out.values():
         row["speedup_vs_reference"] = ref / row["us_per_step"]

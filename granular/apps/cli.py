@@ -145,6 +145,9 @@ def cmd_train(args):
         c = r["concavity"]
         paper = f"; paper's {medium}: {c['paper']['average']:.4f}, {c['paper']['worst']:.4f}" if "paper" in c else ""
         _say(f"concavity (Table II): average {c['average']:.4f}, worst {c['worst']:.4f}{paper}")
+        a = r["non_associativity"]
+        _say(f"non-associativity (recorded wrench vs the hull's max-dissipation point for its twist): "
+             f"average {a['average']:.4f}, worst {a['worst']:.4f}")
         _say("fixed-normal outer approximation, distance outside the exact hull / largest wrench:")
         _fixed_table(r["fixed_normals"])
         _say(f"wrote {r['model']}")
@@ -217,7 +220,7 @@ def _inspect_run(args, path):
 
 
 def _dataset_summary(ds):
-    from granular.learning.training import concavity_table
+    from granular.learning.training import concavity_table, flow_mismatch_table
 
     w = np.where(ds.valid[..., None], ds.wrenches, 0.0)
     return {"kind": "dataset", "medium": ds.medium, "source": ds.source, "n_configs": ds.n, "m_directions": ds.m,
@@ -225,7 +228,8 @@ def _dataset_summary(ds):
             "valid_samples": int(ds.valid.sum()), "max_abs_wrench": np.abs(w).max(axis=(0, 1)).tolist(),
             "velocity_scale": ds.velocity_scale.tolist(), "foot": ds.foot.attrs(), "created": ds.created,
             "creator": ds.creator,
-            "concavity": {k: v for k, v in concavity_table(ds).items() if k != "per_config"}}
+            "concavity": {k: v for k, v in concavity_table(ds).items() if k != "per_config"},
+            "non_associativity": flow_mismatch_table(ds)}
 
 
 def _print_summary(s):
@@ -296,7 +300,7 @@ def cmd_sim(args):
 
     scenario = scenarios.load(args.scenario).with_(
         medium=args.medium, dt=args.dt, solver=args.solver, representation=args.representation,
-        duration=args.duration)
+        contact=args.contact, duration=args.duration)
     inputs = [scenario.path] + ([scenario.medium] if Path(scenario.medium).is_file() else [])
     _check_outputs(args, inputs)
     rec = scenarios.run(scenario, progress=True)
@@ -396,7 +400,7 @@ def cmd_validate(args):
     read = lambda paths: [validation.read(p, model.dataset.foot, args.cutoff, args.mapping) for p in paths or ()]  # noqa: E731
     runs = read(args.runs)
     result, curves = validation.validate(model, runs, calibrate=read(args.calibrate), source_zeta=source,
-                                         sim=args.sim, medium=args.model)
+                                         sim=args.sim, medium=args.model, law=args.contact)
     result["cutoff_hz"] = args.cutoff
     if args.plot:
         from granular.apps import plots
@@ -405,7 +409,7 @@ def cmd_validate(args):
 
     def human(r):
         keys = [k for k in ("model", "sim", "rft", "source") if k in r["mean"]]
-        _say(f"NRMSE (RMS error / RMS measured, samples > {r['depth_m'] * 1e3:g} mm deep), kinematic replay:")
+        _say(f"NRMSE (RMS error / RMS measured, samples > {r['depth_m'] * 1e3:g} mm deep), {r['contact']} law:")
         _say(f"  {'run':<22}" + "".join(f"{k + ' fx/fz/τ/mean':>34}" for k in keys))
         for name, row in r["runs"].items():
             cells = "".join(f"{'  '.join(f'{row[k][c]:.2f}' for c in ('fx', 'fz', 'tau', 'mean')):>34}" for k in keys)
@@ -506,6 +510,8 @@ def build_parser():
     r.add_argument("--dt", type=_number(1e-5, 0.05), help="time step (s), 1e-5 to 0.05")
     r.add_argument("--solver", choices=["daqp", "quadprog", "osqp", "cvxpy"], help="contact QP solver (default: daqp)")
     r.add_argument("--representation", choices=["fixed", "exact"], help="polytope representation of W(θ)")
+    r.add_argument("--contact", choices=["max-dissipation", "data-flow"],
+                   help="contact law: the hull's maximum dissipation (paper) or the data's own flow rule")
     r.add_argument("--out", help="run file to write (.h5)")
     r.add_argument("--plot", help="directory for the figures")
     r.add_argument("--video", help="render the run to a video (.gif, or .mp4 with ffmpeg)")
@@ -571,6 +577,8 @@ def build_parser():
     c.add_argument("--sim", help="also simulate: this single-foot scenario's foot PID-tracks each run's path "
                                  "(paper Figs. 7-8), e.g. foot-track-straight")
     c.add_argument("--mapping", help="TOML mapping of your column names, units, sign and bag topics (as for ingest)")
+    c.add_argument("--contact", choices=["max-dissipation", "data-flow"], default="max-dissipation",
+                   help="contact law of the model's wrench, in replay and --sim (default: max-dissipation)")
     c.add_argument("--cutoff", type=_number(0, 1e6, low_open=True), default=50.0, help="low-pass cutoff (Hz)")
     c.add_argument("--plot", help="directory for the figures")
     c.add_argument("--json", action="store_true")

@@ -49,6 +49,7 @@ class Feet:
         set_(self, "bodies", np.array([f.body for f in c], dtype=int))
         set_(self, "axis", axis)
         set_(self, "points", np.vstack([pc, pr]))  # p_center of every foot, then p_r
+        set_(self, "r_offset", np.array([f.foot.r_offset for f in c], dtype=float))
         set_(self, "grain_mass", np.array([f.grain_mass for f in c], dtype=float).reshape(-1, 3))
         set_(self, "names", tuple(f.name for f in c))
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from granular.data import dataset as wd
 from granular.wrench import polytopes as wrenchspace
+from granular.wrench.flow import DirectionMap, scaled_directions
 from granular.errors import GranularError
 from granular.frames import MIRROR
 from granular.io.h5io import atomic_h5, attr, read_h5
@@ -147,19 +148,36 @@ class WrenchSpaceModel:
         if (out != thetas).any():
             if not self._warned:
                 self._warned = True
-                log.warning("configuration outside the %r data (d ≥ %g m, |φ| ≤ %g rad): clamped to its edge "
-                            "(said once per model)", self.dataset.medium, self.d_min, self.phi_max)
+                log.warning("configuration outside the %r data (d ≥ %g m, |φ| ≤ %g rad): W taken at the data's "
+                            "edge, scaled in proportion to depth below the deepest data (said once per model)",
+                            self.dataset.medium, self.d_min, self.phi_max)
         return out
+
+    def depth_factor(self, thetas):
+        """max(1, d / d_min) per configuration: below the deepest data W(d, φ) = (d / d_min) W(d_min, φ).
+
+        Granular resistance grows about linearly with depth (hydrostatic-like: RFT's stress is
+        ζ α |z|, Li et al. 2013 eq. 1), so past the data the deepest W is scaled rather than held,
+        which would let a foot loaded beyond the data's largest resistance sink without limit.
+        """
+        d = np.asarray(thetas, dtype=float).reshape(-1, 2)[:, 0]
+        return np.maximum(1.0, d / self.d_min)
+
+    def outside(self, thetas):
+        """Per configuration in contact: True where θ lies outside the data's range (extrapolated)."""
+        thetas = np.asarray(thetas, dtype=float).reshape(-1, 2)
+        return (thetas[:, 0] < 0) & ((thetas[:, 0] < self.d_min) | (np.abs(thetas[:, 1]) > self.phi_max))
 
     def points(self, thetas):
         """Predicted extreme wrenches (k, m, 3) in F_r for configurations (k, 2); zero where d ≥ 0."""
         thetas = np.asarray(thetas, dtype=float).reshape(-1, 2)
         contact = thetas[:, 0] < 0
         if contact.all():
-            return self._predict(self.clamp(thetas))
+            return self._predict(self.clamp(thetas)) * self.depth_factor(thetas)[:, None, None]
         out = np.zeros((len(thetas), self.m, 3))
         if contact.any():
-            out[contact] = self._predict(self.clamp(thetas[contact]))
+            inside = thetas[contact]
+            out[contact] = self._predict(self.clamp(inside)) * self.depth_factor(inside)[:, None, None]
         return out
 
     def _predict(self, th):
@@ -173,6 +191,19 @@ class WrenchSpaceModel:
         for cols, reg in self._estimators():
             both[:, cols] = reg.predict(X).reshape(2 * k, len(cols), 3)
         return 0.5 * (both[:k] + both[k:, self.perm] * MIRROR)
+
+    @property
+    def direction_map(self) -> DirectionMap:
+        """Interpolation over the data's directions (:mod:`granular.wrench.flow`), built on first use."""
+        if "_direction_map" not in self.__dict__:
+            self._direction_map = DirectionMap(self.dataset.directions)
+        return self._direction_map
+
+    def flow(self, thetas, twists):
+        """The data's wrench (k, 3) in F_r for twists (k, 3) of p_center in F_c: the recorded
+        direction → wrench map interpolated between the sampled directions; zero at rest or out of contact."""
+        u = scaled_directions(np.asarray(twists, dtype=float).reshape(-1, 3), self.dataset.velocity_scale)
+        return self.direction_map.wrenches(self.points(thetas), u)
 
     def halfspaces(self, thetas):
         """Exact W(θ) for each configuration: a list of (A, b) with A w ≤ b, unit rows, b ≥ 0."""
@@ -205,8 +236,9 @@ class WrenchSpaceModel:
             return wrenchspace.support_offsets(A, self.points(thetas))
         th = self.clamp(thetas)  # all in contact: the compiled path, fused with the support function
         X = np.concatenate([th, th * _FLIP_PHI]) / self.x_scale
-        return support_of_mirror_average(X if self.active.all() else X[:, self.active], *self._linear,
-                                         np.ascontiguousarray(A))
+        b = support_of_mirror_average(X if self.active.all() else X[:, self.active], *self._linear,
+                                      np.ascontiguousarray(A))
+        return b * self.depth_factor(thetas)[:, None]
 
 
 def fit(ds: wd.WrenchDataset, regressor: str = "rbf", **params) -> WrenchSpaceModel:

@@ -19,7 +19,9 @@ from tqdm import tqdm
 
 from granular.data import dataset as wd
 from granular.learning import model as wm
+from granular.frames import foot_axis, point_velocity
 from granular.wrench import polytopes as wrenchspace
+from granular.wrench.flow import non_associativity
 from granular.errors import GranularError
 from granular.io.schema import Finite, Schema, load
 from granular.learning.regressors import REGRESSORS
@@ -64,6 +66,23 @@ def cross_validate(ds: wd.WrenchDataset, names=tuple(REGRESSORS), folds: int = 5
 
 #: Zhu et al. 2019, Table II: (average, worst) concavity of the measured wrench spaces.
 PAPER_CONCAVITY = {"beads": (0.0174, 0.1207), "pebbles": (0.0013, 0.0155), "sand": (0.0, 0.0)}
+
+
+def flow_mismatch_table(ds: wd.WrenchDataset) -> dict:
+    """How far the data are from associated flow (issue 15): per valid sample below the surface, the
+    distance of the recorded wrench from the maximum-dissipation point of its own hull for its own
+    twist (scaled wrench space, relative to the configuration's largest wrench); average and worst.
+    The contact law ``max-dissipation`` replaces each recorded wrench by that point."""
+    below = ds.configs[:, 0] < 0
+    phi = ds.configs[below, 1]
+    twists = np.broadcast_to(ds.directions * ds.velocity_scale, (len(phi),) + ds.directions.shape)
+    arm = ds.foot.r_offset * foot_axis(phi)[:, None, :]  # p_r − p_center
+    twist_r = np.concatenate([point_velocity(twists, arm), twists[..., 2:]], axis=-1)
+    w = np.where(ds.valid[below][..., None], ds.wrenches[below], 0.0)
+    f, t = np.abs(w[..., :2]).max(), np.abs(w[..., 2]).max()
+    scale = np.array([f or 1.0, f or 1.0, t or f or 1.0])
+    d = non_associativity(w, twist_r, ds.valid[below], scale)
+    return {"average": float(d.mean()) if d.size else 0.0, "worst": float(d.max()) if d.size else 0.0}
 
 
 def concavity_table(ds: wd.WrenchDataset) -> dict:
@@ -144,7 +163,8 @@ def run_job(job: Job, progress: bool = False):
     model = wm.fit(ds, job.regressor)
     concavity = concavity_table(ds)
     result["concavity"] = {k: v for k, v in concavity.items() if k != "per_config"}
+    result["non_associativity"] = flow_mismatch_table(ds)
     result["fixed_normals"] = fixed_normal_errors(model, tuple(job.fixed_normals))
-    model.info = {k: result[k] for k in ("cv", "concavity", "fixed_normals") if k in result}
+    model.info = {k: result[k] for k in ("cv", "concavity", "non_associativity", "fixed_normals") if k in result}
     wm.save(model, job.out)
     return result, model, concavity

@@ -17,6 +17,7 @@ import numpy as np
 from msgspec import Meta
 
 from granular.contact.detection import FootContact
+from granular.contact.flow import DEFAULT_LAW
 from granular.contact.qp import make_solver
 from granular.dynamics import terrain as terrain_mod
 from granular.dynamics.multibody import Body, MultiBody
@@ -123,6 +124,7 @@ class ScenarioFile(Schema):
     solver: Literal["daqp", "quadprog", "osqp", "cvxpy"] = "daqp"
     representation: Literal["fixed", "exact"] = "fixed"
     normals: Annotated[int, Meta(ge=8, le=256)] = 32
+    contact: Literal["max-dissipation", "data-flow"] = DEFAULT_LAW
     description: str = ""
     terrain: Flat | Slope | Profile = Flat()
     initial: Initial = Initial()
@@ -146,6 +148,7 @@ class Scenario:
     solver: str = "daqp"
     representation: str = "fixed"
     normals: int = 32
+    contact: str = DEFAULT_LAW
     description: str = ""
     terrain: dict = field(default_factory=dict)
     robot: dict = field(default_factory=dict)
@@ -214,7 +217,7 @@ def build(scenario: Scenario) -> Simulation:
         mb, contacts = robot.multibody, robot.contacts
     ground = make_terrain(spec.terrain)
     model = SimModel(mb, contacts, ground, wrenches, dt=spec.dt, representation=spec.representation,
-                     normals=spec.normals)
+                     normals=spec.normals, contact_law=spec.contact)
     controller = make_controller(spec.control, mb, spec.dt, f"{where} [control]", robot)
     state = initial_state(spec.initial, mb, ground, f"{where} [initial]", controller)
     return Simulation(model, state, controller, make_solver(spec.solver))
@@ -307,16 +310,20 @@ def body_state(mb, q, v):
 def summary(rec: Run) -> dict:
     """The ``--json`` object of a run. Body x, z are centre-of-mass coordinates; angle is
     the body frame's angle (for a foot, its tilt from vertical). Per foot: ``slip_m``, the
-    horizontal distance p_center travelled while in contact, and ``max_depth_m``."""
+    horizontal distance p_center travelled while in contact, ``max_depth_m``, and ``outside_data_s``,
+    the time it spent at a configuration outside the data (W extrapolated in depth, clamped in tilt)."""
     mb = rec.model.multibody
     first, last = body_state(mb, rec.q[0], rec.v[0]), body_state(mb, rec.q[-1], rec.v[-1])
     depth = np.where(rec.active, -rec.theta[..., 0], 0.0)
     moved = np.abs(np.diff(rec.p_center[..., 0], axis=0)) * (rec.active[1:] & rec.active[:-1])
-    feet = {name: {"slip_m": float(moved[:, i].sum()), "max_depth_m": float(depth[:, i].max()) if depth.size else 0.0}
+    outside = rec.model.wrenches.outside(rec.theta.reshape(-1, 2)).reshape(rec.active.shape) & rec.active
+    feet = {name: {"slip_m": float(moved[:, i].sum()), "max_depth_m": float(depth[:, i].max()) if depth.size else 0.0,
+                   "outside_data_s": float(outside[:, i].sum() * rec.model.dt)}
             for i, name in enumerate(rec.model.feet.names)}
     return {
         "scenario": rec.name, "medium": rec.medium, "steps": len(rec.t) - 1, "dt": rec.model.dt,
         "wall_time_s": rec.wall_time_s, "solver": rec.meta["solver"], "representation": rec.meta["representation"],
+        "contact": rec.meta["contact"],
         "bodies": {name: {"initial": first[name], "final": last[name]} for name in first},
         "max_penetration_m": float(depth.max()) if depth.size else 0.0,
         "feet": feet,

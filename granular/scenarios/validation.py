@@ -8,9 +8,10 @@ as the wrench) and the wrench on the foot in the foot frame about p_center (``fx
 the DEM and rig records of :mod:`granular.data.ingest`). Its metadata names the ``path``, the
 ``medium`` and the bed ``seed`` (runs of one path on several beds are realisations).
 
-Kinematic replay: at each sample, θ = (z, φ) and the twist give the model's maximum-dissipation
-wrench, the point of W(θ) with the least power w·v_r (v_r the twist at p_r), which is what the
-contact QP picks for a foot much heavier than the grains it drags. The score is the normalised
+Kinematic replay: at each sample, θ = (z, φ) and the twist give the model's wrench under a contact
+law (:mod:`granular.contact.flow`): ``data-flow``, the data's own wrench for that direction of
+motion, or ``max-dissipation``, the point of W(θ) with the least power w·v_r (v_r the twist at
+p_r), which is what the paper's contact QP picks for a foot much heavier than the grains it drags. The score is the normalised
 RMS error NRMSE = RMS(pred − meas) / RMS(meas) per component, over the samples deeper than
 ``DEPTH`` (the impact of the insertion and the grains' noise at the surface are left out).
 Baselines: direct RFT with ζ fitted by least squares on the calibration runs; the DEM's own
@@ -21,17 +22,11 @@ from __future__ import annotations
 import numpy as np
 
 from granular.data.trajectory import COMPONENTS, DEPTH, Trajectory, read  # noqa: F401 (the CLI calls validation.read)
+from granular.contact.flow import DEFAULT_LAW, LAWS
 from granular.errors import GranularError
+from granular.wrench.flow import dissipating
 from granular.foot import Foot
 from granular.frames import foot_axis
-
-
-def dissipating(points, twist_r):
-    """Per sample, the point of conv(points ∪ 0) with the least power w·v_r: (k, m, 3), (k, 3) → (k, 3)."""
-    power = np.einsum("kmi,ki->km", points, twist_r)
-    best = np.argmin(power, axis=1)
-    out = points[np.arange(len(points)), best]
-    return np.where((power[np.arange(len(points)), best] < 0)[:, None], out, 0.0)
 
 
 def twist_at_reference(pose, twist, foot: Foot):
@@ -41,11 +36,16 @@ def twist_at_reference(pose, twist, foot: Foot):
     return np.column_stack([twist[:, :2] + omega * np.column_stack([-arm[:, 1], arm[:, 0]]), twist[:, 2]])
 
 
-def replay(model, traj: Trajectory) -> np.ndarray:
-    """The model's maximum-dissipation wrench along the trajectory (kinematic replay), in F_r."""
+def replay(model, traj: Trajectory, law: str = DEFAULT_LAW) -> np.ndarray:
+    """The model's wrench along the trajectory (kinematic replay), in F_r, under contact ``law``:
+    'max-dissipation' (the hull's point of least power, the paper's eq. 2) or 'data-flow' (the
+    data's own direction → wrench map, :mod:`granular.wrench.flow`)."""
     theta = traj.pose[:, 1:]
-    points = model.points(theta)
-    return dissipating(points, twist_at_reference(traj.pose, traj.twist, model.dataset.foot))
+    if law == "data-flow":
+        return model.flow(theta, traj.twist)
+    if law != "max-dissipation":
+        raise GranularError(f"unknown contact law {law!r}; choose one of {', '.join(LAWS)}")
+    return dissipating(model.points(theta), twist_at_reference(traj.pose, traj.twist, model.dataset.foot))
 
 
 def rft_wrench(traj: Trajectory, zeta: float, foot: Foot = Foot()) -> np.ndarray:
@@ -93,7 +93,7 @@ def spread(trajs) -> dict:
     return out
 
 
-def simulate(medium: str, scenario_name: str, traj: Trajectory):
+def simulate(medium: str, scenario_name: str, traj: Trajectory, law: str = DEFAULT_LAW):
     """The paper's Figs. 7–8 protocol: the scenario's foot (mass, inertia, M_g, PID gains) tracks the
     recorded path in the simulator; its wrench (F_r) on the run's time base, and its tracking error (m)."""
     from granular.scenarios import scenario as scenarios
@@ -104,7 +104,8 @@ def simulate(medium: str, scenario_name: str, traj: Trajectory):
         raise GranularError(f"--sim {scenario_name}: needs a single-foot tracking scenario (e.g. foot-track-straight)")
     x, z, phi = map(float, traj.pose[0])
     vx, vz, omega = map(float, traj.twist[0])
-    spec = spec.with_(medium=medium, terrain={"kind": "flat", "height": 0.0}, duration=float(traj.t[-1] - traj.t[0]),
+    spec = spec.with_(medium=medium, contact=law, terrain={"kind": "flat", "height": 0.0},
+                      duration=float(traj.t[-1] - traj.t[0]),
                       initial={"x": x, "z": z, "angle": phi, "vx": vx, "vz": vz, "omega": omega})
     sim = scenarios.build(spec)
     old = sim.controller
@@ -126,7 +127,8 @@ def simulate(medium: str, scenario_name: str, traj: Trajectory):
     return wrench, float(np.sqrt(np.mean(np.sum((pose[:, :2] - traj.pose[:, :2]) ** 2, axis=1))))
 
 
-def validate(model, runs, calibrate=(), source_zeta=None, sim: str | None = None, medium: str | None = None):
+def validate(model, runs, calibrate=(), source_zeta=None, sim: str | None = None, medium: str | None = None,
+             law: str = DEFAULT_LAW):
     """Scores of ``model`` (and of direct RFT, the simulated foot, the synthetic source) on the runs
     (:class:`Trajectory`): the ``--json`` object of granular validate, and per run the predicted
     wrenches {"model", "rft", "sim"} for figures."""
@@ -135,13 +137,13 @@ def validate(model, runs, calibrate=(), source_zeta=None, sim: str | None = None
     if len(set(names)) != len(names):
         raise GranularError("two runs share a name; give each run once")
     zeta = fit_zeta(calibrate, foot) if calibrate else None
-    result = {"runs": {}, "mean": {}, "depth_m": DEPTH}
+    result = {"runs": {}, "mean": {}, "depth_m": DEPTH, "contact": law}
     if zeta is not None:
         result["rft_zeta"] = zeta
     curves = {}
     for tr in runs:
         mask = tr.pose[:, 1] < -DEPTH
-        curves[tr.name] = pred = {"model": replay(model, tr)}
+        curves[tr.name] = pred = {"model": replay(model, tr, law)}
         row = {"model": nrmse(pred["model"], tr.wrench, mask), "path": tr.path, "seed": tr.seed,
                "samples": int(mask.sum())}
         if zeta is not None:
@@ -150,7 +152,7 @@ def validate(model, runs, calibrate=(), source_zeta=None, sim: str | None = None
         if source_zeta is not None:
             row["source"] = nrmse(pred["model"], rft_wrench(tr, source_zeta, foot), mask)
         if sim is not None:
-            pred["sim"], tracking = simulate(medium, sim, tr)
+            pred["sim"], tracking = simulate(medium, sim, tr, law)
             row["sim"] = {**nrmse(pred["sim"], tr.wrench, mask), "tracking_rms_m": tracking}
         result["runs"][tr.name] = row
     for key in ("model", "sim", "rft", "source"):

@@ -92,6 +92,7 @@ class Recorder:
                        wrench=np.zeros((steps, N, 3)), slipping=np.zeros((steps, N), bool),
                        p_center=np.zeros((steps, N, 2)),
                        meta={"solver": sim.solver.name, "representation": sim.model.representation,
+                             "contact": sim.model.contact_law,
                              "dt": sim.model.dt})
         self._row(0, sim.state)
         self.first = sim.steps

@@ -8,11 +8,12 @@ warm-start workspace.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from granular.contact.detection import ContactFrames, Feet, detect
+from granular.contact.flow import DEFAULT_LAW, LAWS, data_flow, twist_map
 from granular.contact.qp import ContactQP, SolverError, stack_blocks
 from granular.errors import GranularError
 from granular.learning.model import WrenchSpaceModel
@@ -20,6 +21,8 @@ from granular.dynamics.multibody import MultiBody
 from granular.dynamics.terrain import Terrain
 
 REPRESENTATIONS = ("exact", "fixed")
+#: Work (J) the contact impulses may do on the bodies in one step before the grain term is dropped.
+WORK_TOLERANCE = 1e-10
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,7 @@ class SimModel:
     dt: float = 1e-3
     representation: str = "fixed"
     normals: int = 32
+    contact_law: str = DEFAULT_LAW
     A_fixed: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self):
@@ -41,6 +45,8 @@ class SimModel:
         if self.representation not in REPRESENTATIONS:
             raise GranularError(f"unknown polytope representation {self.representation!r}; "
                                 f"choose {' or '.join(REPRESENTATIONS)}")
+        if self.contact_law not in LAWS:
+            raise GranularError(f"unknown contact law {self.contact_law!r}; choose one of {', '.join(LAWS)}")
         if self.representation == "fixed" and self.A_fixed is None:
             object.__setattr__(self, "A_fixed", self.wrenches.fixed_normals(self.normals))
         object.__setattr__(self, "feet", Feet(tuple(self.contacts)))
@@ -96,13 +102,32 @@ def step(model: SimModel, state: State, u, solver, index: int = 0):
                    A=A, ub=h * b, rows=rows)
     if len(on):
         c = _solve(solver, qp, model, frames, on, state, index)
-        wrench[on] = c.reshape(-1, 3) / h
         slipping[on] = qp.slack_max(c) >= -1e-6 * max(qp.ub.max(), 1e-12)
+        if model.contact_law == "data-flow":
+            c = _data_flow(model, qp, c, slipping[on], frames.theta[on], on, solver)
+        if c is None or qp.Mg.any() and c @ (qp.Jt @ qp.velocity(c)) > WORK_TOLERANCE:
+            # The grain term (the paper's M_g) lets the QP's impulses do work on the bodies where a
+            # foot leaves its data; without it the contact provably dissipates (contact/qp.py).
+            c = _solve(solver, replace(qp, Mg=np.zeros_like(qp.Mg)), model, frames, on, state, index)
+        wrench[on] = c.reshape(-1, 3) / h
         v_next = qp.velocity(c)
     else:
         v_next = qp.v_free
     info = StepInfo(frames.theta, frames.active, wrench, slipping, frames.p_center)
     return State(state.t + h, state.q + h * v_next, v_next), info
+
+
+def _data_flow(model: SimModel, qp, c, sliding, theta, on, solver):
+    """The data-flow law's impulses. Only feet tilted within the data follow the data's flow rule;
+    past the data's tilts there is no recorded direction → wrench map to follow, and those feet keep
+    max-dissipation (their impulses are solved with the sticking feet's)."""
+    wm = model.wrenches
+    sliding = sliding & (np.abs(theta[:, 1]) <= wm.phi_max)
+    if not sliding.any():
+        return c
+    th = theta[sliding]
+    G = twist_map(th[:, 1], model.feet.r_offset[on[sliding]], wm.dataset.velocity_scale)
+    return data_flow(qp, c, sliding, wm.points(th), G, wm.direction_map, solver, model.dt)
 
 
 def _solve(solver, qp, model, frames: ContactFrames, on, state, index):

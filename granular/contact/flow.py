@@ -1,0 +1,214 @@
+"""Contact laws: which wrench a foot in the medium gets, given W(θ) and how the foot moves.
+
+``max-dissipation``: the paper's eq. (2) as it stands (:mod:`granular.contact.qp`): the impulses
+minimise the kinetic energy of the bodies and dragged grains over W(θ), so a sliding foot gets
+the hull's point of least power, which is the recorded wrench only for associated data.
+
+``data-flow``: the same W(θ) decides who sticks and who slides (sticking whenever the load a foot
+would need to stay put lies inside W(θ): the QP's answer is then strictly inside W), but a sliding
+foot gets the data's own wrench for its direction of motion (:mod:`granular.wrench.flow`), as
+solvers for non-associated Coulomb friction do. The coupled problem is solved by a fixed point:
+sliding directions from the post-step twists, the data's wrenches for them, the sticking feet's
+impulses from the QP with the sliding ones' held, repeated until the impulses settle.
+
+Energy: a sticking foot's impulse solves a QP whose origin is feasible, and a sliding foot's wrench
+is accepted only if it takes power out of the foot's post-step twist; otherwise the step falls
+back to max-dissipation (see :func:`granular.simulation.step.step` for the grain term's guard).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from granular.contact.qp import ContactQP
+from granular.frames import foot_axis
+from granular.wrench.flow import weights
+
+LAWS = ("max-dissipation", "data-flow")
+#: The default: the paper's law. data-flow scores better on the held-out DEM set but does not yet
+#: reproduce the paper's slide (Fig. 10c): README, "How accurate is it".
+DEFAULT_LAW = "max-dissipation"
+#: Fixed-point iterations of data-flow per step, and its relative tolerance on the impulses.
+ITERATIONS = 8
+TOLERANCE = 1e-6
+#: Newton steps for the sliding feet's twists, and their tolerance relative to the twists' size.
+NEWTON_STEPS = 20
+NEWTON_TOLERANCE = 1e-10
+
+
+@dataclass
+class Restricted:
+    """The reduced QP ½ xᵀ P x + gᵀ x, A x ≤ ub of some feet with the others' impulses held
+    (the solvers' reduced-form interface; cvxpy's paper form takes :func:`subproblem`)."""
+
+    P: np.ndarray
+    g: np.ndarray
+    A: np.ndarray
+    ub: np.ndarray
+
+    @property
+    def reduced(self):
+        return self.P, self.g
+
+    def stacked_constraints(self):
+        return self.A, self.ub
+
+
+def subproblem(qp: ContactQP, keep, held):
+    """The paper-form QP of the feet ``keep`` (bool per foot) with the other feet's impulses
+    ``held`` (3N,) added to the applied impulse."""
+    rows3 = np.repeat(keep, 3)
+    block = np.repeat(keep, np.diff(qp.rows))
+    counts = np.diff(qp.rows)[keep]
+    return ContactQP(M=qp.M, v=qp.v, impulse=qp.impulse + qp.Jt[~rows3].T @ held[~rows3],
+                     Jt=qp.Jt[rows3], Jp=qp.Jp[rows3], Mg=qp.Mg[rows3], A=qp.A[block][:, rows3], ub=qp.ub[block],
+                     rows=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64))
+
+
+def _sticking_solver(qp: ContactQP, sticky, solver):
+    """solve(held) → the sticking feet's impulses with the sliding feet's ``held``."""
+    if solver.name == "cvxpy":
+        return lambda held: solver.solve(subproblem(qp, sticky, held))
+    keep3 = np.repeat(sticky, 3)
+    block = np.repeat(sticky, np.diff(qp.rows))
+    P, g = qp.reduced
+    P_kk, P_kh = P[keep3][:, keep3], P[keep3][:, ~keep3]
+    A, ub = qp.A[block][:, keep3], qp.ub[block]
+    return lambda held: solver.solve(Restricted(P_kk, g[keep3] + P_kh @ held[~keep3], A, ub))
+
+
+def twist_map(phi, r_offset, velocity_scale):
+    """G (k, 3, 3): a foot's twist at p_r (F_c axes) → its twist at p_center in the data's
+    velocity-scaled space, x = diag(1/S) (v_r + ω × (p_center − p_r))."""
+    arm = -np.asarray(r_offset, dtype=float)[:, None] * foot_axis(np.asarray(phi, dtype=float))
+    G = np.zeros((len(arm), 3, 3))
+    G[:, 0, 0] = G[:, 1, 1] = G[:, 2, 2] = 1.0
+    G[:, 0, 2], G[:, 1, 2] = -arm[:, 1], arm[:, 0]
+    return G / np.asarray(velocity_scale, dtype=float)[None, :, None]
+
+
+def data_flow(qp: ContactQP, c, sliding, points, G, dmap, solver, h: float):
+    """Impulses (3N,) under the data-flow law, from the max-dissipation impulses ``c``.
+
+    ``sliding`` (N,) marks the feet on the boundary of W; for them, ``points`` (k, m, 3) are the
+    extreme wrenches, ``G`` (k, 3, 3) their :func:`twist_map` and ``dmap`` the data's
+    :class:`~granular.wrench.flow.DirectionMap`. The sliding feet's twists solve
+    v = a + h D flow(v) by Newton's method (a: their twists without their own impulses, D: their
+    Delassus matrix), alternating with the sticking feet's QP. Returns ``c`` unchanged when no foot
+    slides, and None when no dissipative solution is found.
+    """
+    if not sliding.any():
+        return c
+    slide3 = np.repeat(sliding, 3)
+    sticky = ~sliding
+    J = qp.Jt[slide3]
+    hD = h * (J @ qp.B[:, slide3])
+    current = c.copy()
+    v = J @ qp.velocity(current)
+    stick = _sticking_solver(qp, sticky, solver) if sticky.any() else None
+    for _ in range(ITERATIONS if sticky.any() else 1):
+        a = J @ qp.velocity(np.where(slide3, 0.0, current))
+        v, wrench, ok = newton(v, a, hD, points, G, dmap.directions, dmap.inverse)
+        if not ok:
+            return None
+        new = current.copy()
+        new[slide3] = h * wrench
+        if sticky.any():
+            new[~slide3] = stick(new)
+        settled = np.abs(new - current).max() <= TOLERANCE * max(np.abs(new).max(), 1e-12)
+        current = new
+        if settled:
+            break
+    twist = (J @ qp.velocity(current)).reshape(-1, 3)
+    dissipative = np.einsum("ij,ij->i", current[slide3].reshape(-1, 3), twist) <= 0.0
+    return current if dissipative.all() else None
+
+
+@njit(cache=True)
+def _flow(v, points, G, U, inverse):
+    """The data's wrenches (3k,) of k feet at twists v (3k,) at p_r, and their block-diagonal
+    derivative (3k, 3k); plain loops, as in :func:`weights`."""
+    k, m = points.shape[0], points.shape[1]
+    w = np.zeros(3 * k)
+    dw = np.zeros((3 * k, 3 * k))
+    x = np.empty(3)
+    for f in range(k):
+        o = 3 * f
+        for a in range(3):
+            x[a] = G[f, a, 0] * v[o] + G[f, a, 1] * v[o + 1] + G[f, a, 2] * v[o + 2]
+        lam, dlam = weights(U, inverse, x)
+        dx = np.zeros((3, 3))  # d wrench / d x
+        for j in range(m):
+            for a in range(3):
+                w[o + a] += lam[j] * points[f, j, a]
+                for b in range(3):
+                    dx[a, b] += points[f, j, a] * dlam[j, b]
+        for a in range(3):
+            for b in range(3):
+                dw[o + a, o + b] = dx[a, 0] * G[f, 0, b] + dx[a, 1] * G[f, 1, b] + dx[a, 2] * G[f, 2, b]
+    return w, dw
+
+
+@njit(cache=True)
+def newton(v, a, hD, points, G, U, inverse):
+    """(v, wrench, converged): a root of F(v) = v − a − hD flow(v) from ``v``, with backtracking."""
+    n = len(v)
+    w, dw = _flow(v, points, G, U, inverse)
+    F = v - a - _matvec(hD, w)
+    size = NEWTON_TOLERANCE * (np.abs(a).max() + np.abs(v).max() + 1e-12)
+    for _ in range(NEWTON_STEPS):
+        norm = np.abs(F).max()
+        if norm <= size:
+            return v, w, True
+        jac = np.eye(n)
+        for i in range(n):
+            for j in range(n):
+                for k in range(n):
+                    jac[i, j] -= hD[i, k] * dw[k, j]
+        delta = _solve(jac, -F)
+        t = 1.0
+        while True:
+            trial = v + t * delta
+            w_trial, dw_trial = _flow(trial, points, G, U, inverse)
+            F_trial = trial - a - _matvec(hD, w_trial)
+            if np.abs(F_trial).max() < norm:
+                break
+            t *= 0.5
+            if t < 1e-3:
+                return v, w, False
+        v, w, dw, F = trial, w_trial, dw_trial, F_trial
+    return v, w, np.abs(F).max() <= size
+
+
+@njit(cache=True)
+def _matvec(A, x):
+    out = np.zeros(A.shape[0])
+    for i in range(A.shape[0]):
+        for j in range(A.shape[1]):
+            out[i] += A[i, j] * x[j]
+    return out
+
+
+@njit(cache=True)
+def _solve(A, b):
+    """x with A x = b by Gaussian elimination with partial pivoting (n ≤ 3 × feet: no LAPACK call)."""
+    n = len(b)
+    A, x = A.copy(), b.copy()
+    for col in range(n):
+        pivot = col + np.argmax(np.abs(A[col:, col]))
+        if pivot != col:
+            for j in range(n):
+                A[col, j], A[pivot, j] = A[pivot, j], A[col, j]
+            x[col], x[pivot] = x[pivot], x[col]
+        for row in range(col + 1, n):
+            f = A[row, col] / A[col, col]
+            for j in range(col, n):
+                A[row, j] -= f * A[col, j]
+            x[row] -= f * x[col]
+    for row in range(n - 1, -1, -1):
+        for j in range(row + 1, n):
+            x[row] -= A[row, j] * x[j]
+        x[row] /= A[row, row]
+    return x
