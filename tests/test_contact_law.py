@@ -12,7 +12,7 @@ from granular.learning import model as wm
 from granular.learning.catalog import load_model
 from granular.scenarios import scenario as scenarios
 from granular.scenarios import validation
-from granular.wrench.flow import DirectionMap
+from granular.wrench.flow import DirectionMap, interpolate
 
 VALIDATION = Path(__file__).resolve().parent.parent / "data" / "validation"
 
@@ -29,6 +29,19 @@ def test_direction_map_hits_the_samples_and_reproduces_affine_maps(m):
     u /= np.linalg.norm(u, axis=1, keepdims=True)
     np.testing.assert_allclose(dmap.wrenches(points, u), a + u @ B.T, atol=1e-9)
     assert not dmap.weights(np.zeros((1, 3))).any(), "no motion, no flow wrench"
+
+
+def test_interpolant_derivative_matches_differences():
+    """Newton's method in the step relies on dw/dx."""
+    dmap = DirectionMap(sphere_directions(26))
+    Q = dmap.coefficients(load_model("sand").points(np.array([[-0.05, 0.4]])))[0]
+    rng = np.random.default_rng(2)
+    for x in rng.normal(size=(5, 3)):
+        _, dw = interpolate(dmap.directions, Q, x)
+        eps = 1e-6 * np.linalg.norm(x)
+        diff = np.column_stack([(interpolate(dmap.directions, Q, x + eps * e)[0]
+                                 - interpolate(dmap.directions, Q, x - eps * e)[0]) / (2 * eps) for e in np.eye(3)])
+        np.testing.assert_allclose(dw, diff, rtol=1e-5, atol=1e-6 * np.abs(Q).max())
 
 
 def test_direction_map_is_mirror_symmetric():

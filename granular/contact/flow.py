@@ -23,8 +23,7 @@ import numpy as np
 from numba import njit
 
 from granular.contact.qp import ContactQP
-from granular.frames import foot_axis
-from granular.wrench.flow import weights
+from granular.wrench.flow import interpolate
 
 LAWS = ("max-dissipation", "data-flow")
 #: The default: the paper's law. data-flow scores better on the held-out DEM set but does not yet
@@ -79,22 +78,26 @@ def _sticking_solver(qp: ContactQP, sticky, solver):
     return lambda held: solver.solve(Restricted(P_kk, g[keep3] + P_kh @ held[~keep3], A, ub))
 
 
+@njit(cache=True)
 def twist_map(phi, r_offset, velocity_scale):
     """G (k, 3, 3): a foot's twist at p_r (F_c axes) → its twist at p_center in the data's
-    velocity-scaled space, x = diag(1/S) (v_r + ω × (p_center − p_r))."""
-    arm = -np.asarray(r_offset, dtype=float)[:, None] * foot_axis(np.asarray(phi, dtype=float))
-    G = np.zeros((len(arm), 3, 3))
-    G[:, 0, 0] = G[:, 1, 1] = G[:, 2, 2] = 1.0
-    G[:, 0, 2], G[:, 1, 2] = -arm[:, 1], arm[:, 0]
-    return G / np.asarray(velocity_scale, dtype=float)[None, :, None]
+    velocity-scaled space, x = diag(1/S) (v_r + ω × (p_center − p_r)), p_center − p_r = −r a(φ)."""
+    G = np.zeros((len(phi), 3, 3))
+    for f in range(len(phi)):
+        arm_x, arm_z = r_offset[f] * np.sin(phi[f]), -r_offset[f] * np.cos(phi[f])
+        for a in range(3):
+            G[f, a, a] = 1.0 / velocity_scale[a]
+        G[f, 0, 2] = -arm_z / velocity_scale[0]
+        G[f, 1, 2] = arm_x / velocity_scale[1]
+    return G
 
 
-def data_flow(qp: ContactQP, c, sliding, points, G, dmap, solver, h: float):
+def data_flow(qp: ContactQP, c, sliding, Q, G, U, solver, h: float):
     """Impulses (3N,) under the data-flow law, from the max-dissipation impulses ``c``.
 
-    ``sliding`` (N,) marks the feet on the boundary of W; for them, ``points`` (k, m, 3) are the
-    extreme wrenches, ``G`` (k, 3, 3) their :func:`twist_map` and ``dmap`` the data's
-    :class:`~granular.wrench.flow.DirectionMap`. The sliding feet's twists solve
+    ``sliding`` (N,) marks the feet on the boundary of W; for them, ``Q`` (k, m + 4, 3) are the
+    coefficients of the data's direction → wrench interpolants over the directions ``U``
+    (:class:`~granular.wrench.flow.DirectionMap`) and ``G`` (k, 3, 3) their :func:`twist_map`. The sliding feet's twists solve
     v = a + h D flow(v) by Newton's method (a: their twists without their own impulses, D: their
     Delassus matrix), alternating with the sticking feet's QP. Returns ``c`` unchanged when no foot
     slides, and None when no dissipative solution is found.
@@ -104,33 +107,37 @@ def data_flow(qp: ContactQP, c, sliding, points, G, dmap, solver, h: float):
     slide3 = np.repeat(sliding, 3)
     sticky = ~sliding
     J = qp.Jt[slide3]
-    hD = h * (J @ qp.B[:, slide3])
+    JB = J @ qp.B
+    hD = h * JB[:, slide3]
+    v_free = J @ qp.v_free
     current = c.copy()
-    v = J @ qp.velocity(current)
+    v = v_free + JB @ current
     stick = _sticking_solver(qp, sticky, solver) if sticky.any() else None
-    for _ in range(ITERATIONS if sticky.any() else 1):
-        a = J @ qp.velocity(np.where(slide3, 0.0, current))
-        v, wrench, ok = newton(v, a, hD, points, G, dmap.directions, dmap.inverse)
+    for _ in range(ITERATIONS if stick else 1):
+        a = v_free + JB[:, ~slide3] @ current[~slide3]
+        v, wrench, ok = newton(v, a, hD, Q, G, U)
         if not ok:
             return None
         new = current.copy()
         new[slide3] = h * wrench
-        if sticky.any():
-            new[~slide3] = stick(new)
+        if stick is None:
+            current = new
+            break
+        new[~slide3] = stick(new)
         settled = np.abs(new - current).max() <= TOLERANCE * max(np.abs(new).max(), 1e-12)
         current = new
         if settled:
             break
-    twist = (J @ qp.velocity(current)).reshape(-1, 3)
+    twist = (v_free + JB @ current).reshape(-1, 3)
     dissipative = np.einsum("ij,ij->i", current[slide3].reshape(-1, 3), twist) <= 0.0
     return current if dissipative.all() else None
 
 
 @njit(cache=True)
-def _flow(v, points, G, U, inverse):
+def _flow(v, Q, G, U):
     """The data's wrenches (3k,) of k feet at twists v (3k,) at p_r, and their block-diagonal
-    derivative (3k, 3k); plain loops, as in :func:`weights`."""
-    k, m = points.shape[0], points.shape[1]
+    derivative (3k, 3k)."""
+    k = Q.shape[0]
     w = np.zeros(3 * k)
     dw = np.zeros((3 * k, 3 * k))
     x = np.empty(3)
@@ -138,24 +145,19 @@ def _flow(v, points, G, U, inverse):
         o = 3 * f
         for a in range(3):
             x[a] = G[f, a, 0] * v[o] + G[f, a, 1] * v[o + 1] + G[f, a, 2] * v[o + 2]
-        lam, dlam = weights(U, inverse, x)
-        dx = np.zeros((3, 3))  # d wrench / d x
-        for j in range(m):
-            for a in range(3):
-                w[o + a] += lam[j] * points[f, j, a]
-                for b in range(3):
-                    dx[a, b] += points[f, j, a] * dlam[j, b]
+        wf, dx = interpolate(U, Q[f], x)
         for a in range(3):
+            w[o + a] = wf[a]
             for b in range(3):
                 dw[o + a, o + b] = dx[a, 0] * G[f, 0, b] + dx[a, 1] * G[f, 1, b] + dx[a, 2] * G[f, 2, b]
     return w, dw
 
 
 @njit(cache=True)
-def newton(v, a, hD, points, G, U, inverse):
+def newton(v, a, hD, Q, G, U):
     """(v, wrench, converged): a root of F(v) = v − a − hD flow(v) from ``v``, with backtracking."""
     n = len(v)
-    w, dw = _flow(v, points, G, U, inverse)
+    w, dw = _flow(v, Q, G, U)
     F = v - a - _matvec(hD, w)
     size = NEWTON_TOLERANCE * (np.abs(a).max() + np.abs(v).max() + 1e-12)
     for _ in range(NEWTON_STEPS):
@@ -171,7 +173,7 @@ def newton(v, a, hD, points, G, U, inverse):
         t = 1.0
         while True:
             trial = v + t * delta
-            w_trial, dw_trial = _flow(trial, points, G, U, inverse)
+            w_trial, dw_trial = _flow(trial, Q, G, U)
             F_trial = trial - a - _matvec(hD, w_trial)
             if np.abs(F_trial).max() < norm:
                 break

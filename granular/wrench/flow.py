@@ -20,7 +20,11 @@ from numba import njit
 
 
 class DirectionMap:
-    """Interpolation weights over the sampled directions U (m, 3) of a dataset."""
+    """Interpolation over the sampled directions U (m, 3) of a dataset.
+
+    The interpolant of values P (m, p) at the directions is w(u) = Σ_j φ(|u − U_j|) Q_j + Q_m +
+    Σ_a u_a Q_{m+1+a} with coefficients Q = inverse @ P (m + 4, p), φ(r) = r³.
+    """
 
     def __init__(self, directions):
         U = np.asarray(directions, dtype=float)
@@ -30,53 +34,53 @@ class DirectionMap:
         r2 = np.maximum(2.0 - 2.0 * U @ U.T, 0.0)
         system = np.block([[r2 * np.sqrt(r2), tail], [tail.T, np.zeros((4, 4))]])
         self.directions = U
-        # Rows [k(u, U), 1, u] times this give λ(u): solved once, applied per query.
         self.inverse = np.ascontiguousarray(np.linalg.inv(system)[:, :m])
+
+    def coefficients(self, points):
+        """Q (k, m + 4, 3) of the interpolants of the extreme wrenches (k, m, 3), one per configuration."""
+        return np.matmul(self.inverse, points)
 
     def weights(self, x):
         """λ (k, m) for directions x (k, 3), normalised here; a zero row where x is zero (no motion)."""
         x = np.atleast_2d(np.asarray(x, dtype=float))
-        return np.array([weights(self.directions, self.inverse, row)[0] for row in x])
+        return np.array([interpolate(self.directions, self.inverse, row)[0] for row in x])
 
     def wrenches(self, points, x):
         """Interpolated wrenches (k, 3) from the extreme wrenches (k, m, 3) for directions x (k, 3)."""
-        return np.einsum("km,kmi->ki", self.weights(x), points)
+        Q = self.coefficients(points)
+        x = np.atleast_2d(np.asarray(x, dtype=float))
+        return np.array([interpolate(self.directions, q, row)[0] for q, row in zip(Q, x)])
 
 
 @njit(cache=True)
-def weights(U, inverse, x):
-    """λ (m,) and dλ/dx (m, 3) at x (3,), any length: the cubic kernel φ(r) = r³ of the chord
-    distance r = |u − U_j| between unit vectors, u = x / |x|, with the affine tail [1, u].
-    Plain loops: these are a few hundred flops, far below what a BLAS call costs to start."""
-    m = U.shape[0]
-    lam = np.zeros(m)
-    dlam = np.zeros((m, 3))
+def interpolate(U, Q, x):
+    """w (p,) and dw/dx (p, 3) at x (3,), any length, of the interpolant with coefficients Q
+    (m + 4, p): the cubic kernel φ(r) = r³ of the chord distance r = |u − U_j| between unit vectors,
+    u = x / |x|, with the affine tail [1, u]. Zero at x = 0 (no motion, no flow wrench)."""
+    m, p = U.shape[0], Q.shape[1]
+    w = np.zeros(p)
+    dw = np.zeros((p, 3))
     n = np.sqrt(x[0] * x[0] + x[1] * x[1] + x[2] * x[2])
     if n == 0.0:
-        return lam, dlam
+        return w, dw
     u = x / n
-    du = np.zeros((m, 3))  # dλ/du
-    for j in range(m + 4):
-        if j < m:
-            r = np.sqrt(max(2.0 - 2.0 * (u[0] * U[j, 0] + u[1] * U[j, 1] + u[2] * U[j, 2]), 0.0))
-            value, slope = r * r * r, -3.0 * r  # d(r³)/du = −3 r U_j
-        elif j == m:
-            value, slope = 1.0, 0.0
-        else:
-            value, slope = u[j - m - 1], 0.0
-        for i in range(m):
-            c = inverse[j, i]
-            lam[i] += value * c
+    du = np.zeros((p, 3))  # dw/du
+    for i in range(p):
+        w[i] = Q[m, i] + u[0] * Q[m + 1, i] + u[1] * Q[m + 2, i] + u[2] * Q[m + 3, i]
+        for a in range(3):
+            du[i, a] = Q[m + 1 + a, i]
+    for j in range(m):
+        r = np.sqrt(max(2.0 - 2.0 * (u[0] * U[j, 0] + u[1] * U[j, 1] + u[2] * U[j, 2]), 0.0))
+        value, slope = r * r * r, -3.0 * r  # d(r³)/du = −3 r U_j
+        for i in range(p):
+            w[i] += value * Q[j, i]
             for a in range(3):
-                if j < m:
-                    du[i, a] += slope * U[j, a] * c
-                elif j - m - 1 == a:
-                    du[i, a] += c
-    for i in range(m):  # du/dx = (I − u uᵀ) / n
+                du[i, a] += slope * U[j, a] * Q[j, i]
+    for i in range(p):  # du/dx = (I − u uᵀ) / n
         along = du[i, 0] * u[0] + du[i, 1] * u[1] + du[i, 2] * u[2]
         for a in range(3):
-            dlam[i, a] = (du[i, a] - along * u[a]) / n
-    return lam, dlam
+            dw[i, a] = (du[i, a] - along * u[a]) / n
+    return w, dw
 
 
 def dissipating(points, twist_r):
