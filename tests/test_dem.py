@@ -147,3 +147,22 @@ def test_a_soft_periodic_bed_settles_on_its_floor_and_takes_a_run(tmp_path):
     drag, up = (ingest.extract(ingest.read_run(r[1]), Foot(), 50.0)[0] for r in results[1:])
     assert drag[0] < 0, "dragged forward, the beads resist backwards"
     assert abs(up[1]) < w[1], "pulled up, the beads hold the foot less than they resist it pushed down"
+
+
+def test_runs_keep_their_parameters_unless_a_new_option_is_used():
+    """Runs planned as before the new options have the same parameters, so old work folders resume."""
+    from granular.data import dem
+    from granular.data.sampling import sphere_directions
+    from granular.foot import Foot
+
+    args = ("/w/bed.yade.gz", dem.Bed(), [[-0.03, 0.5]], sphere_directions(18), np.array([0.2, 0.2, 0.6]), 0.2,
+            Foot(), "beads")
+    runs = dem.plan(*args)
+    assert len(runs) == 18 and set(runs[0]) == {
+        "name", "bed", "box", "theta_des", "v_des", "t_total", "foot_radius", "foot_length", "medium", "clearance",
+        "insert_speed", "record_period", "velocity_scale"}
+    soft = dem.plan(*args, young=1e7)
+    assert all(r["young"] == 1e7 for r in soft) and [r["name"] for r in soft] == [r["name"] for r in runs]
+    groups = dem._batches(dem.plan(*args[:2], [[-0.03, 0.5], [-0.06, 0.0]], *args[3:]), 5)
+    assert [len(g) for g in groups] == [5, 5, 5, 3, 5, 5, 5, 3]
+    assert all(len({tuple(r["theta_des"]) for r in g}) == 1 for g in groups), "a batch shares one configuration"

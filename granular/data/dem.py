@@ -144,6 +144,15 @@ except NameError:
     load_bed = O.load
 load_bed(P["bed"])
 bed = json.load(open(P["bed"] + ".json"))
+if P.get("young"):
+    # the bed at another stiffness: contacts made anew with it, the time step for it, at rest again
+    for m in O.materials:
+        m.young = P["young"]
+    O.interactions.clear()
+    O.dt = 0.7 * PWaveTimeStep()
+    O.run(200, True)
+    while unbalancedForce() > 0.05 and O.iter < 20000:
+        O.run(200, True)
 Lx, Ly, Lz = P["box"]
 d, phi0 = P["theta_des"]
 vx, vz, w = P["v_des"]
@@ -413,8 +422,10 @@ def check_fits(bed: Bed, configs, velocity_scale, t_total, foot):
                             f"{buried[wide]:.3f} m of foot along x: lengthen the box")
 
 
-def plan(bed_path, bed: Bed, configs, directions, velocity_scale, t_total, foot, medium, insert_speed=1.0):
-    """The runs' parameters: every configuration × direction."""
+def plan(bed_path, bed: Bed, configs, directions, velocity_scale, t_total, foot, medium, insert_speed=1.0,
+         young=None):
+    """The runs' parameters: every configuration × direction; ``young`` (Pa) runs the bed at another
+    stiffness than it was made with."""
     check_fits(bed, [c for c in configs if c[0] < 0], velocity_scale, t_total, foot)
     runs = []
     for j, theta in enumerate(configs):
@@ -427,6 +438,8 @@ def plan(bed_path, bed: Bed, configs, directions, velocity_scale, t_total, foot,
                          "foot_radius": foot.radius, "foot_length": foot.length, "medium": medium,
                          "clearance": 2 * bed.radius, "insert_speed": insert_speed, "record_period": 5e-4,
                          "velocity_scale": list(map(float, velocity_scale))})
+            if young is not None:
+                runs[-1]["young"] = float(young)
     return runs
 
 

@@ -17,8 +17,9 @@ interrupted study continues where it stopped (runs already recorded are reused b
         --out data/dem_study/results.csv
     python3 -m granular.data.dem_study report data/dem_study/results.csv
 
-``run_s`` is YADE's own time for a run (loading the bed included), ``wall_s`` the time the Python
-call took (starting YADE included; for a batch, its time divided by its runs).
+``run_s`` is YADE's own wall time for a run (loading the bed included), ``wall_s`` the time the
+Python call took (starting YADE included; for a batch, its time divided by its runs), ``cpu_s`` the
+CPU time YADE used for it (the figure to compare on a machine shared with other jobs).
 """
 from __future__ import annotations
 
@@ -57,6 +58,7 @@ class Variant:
     reference: str = ""
     what: str = ""
     batch: bool = False                   # a configuration's directions in one YADE process (dem.run_batch)
+    run_young: float | None = None        # run the bed at this stiffness (Pa) rather than the one it was made with
 
 
 def variants() -> dict:
@@ -71,6 +73,7 @@ def variants() -> dict:
         "E3e8": Variant(base, what="today's bed: walled 0.5 × 0.22 m, 3,400 spheres, E 3e8 Pa"),
         "E3e7": Variant(replace(base, young=3e7), reference="E3e8", what="E 3e7 Pa"),
         "E1e7": Variant(soft, reference="E3e8", what="E 1e7 Pa"),
+        "E3e6": Variant(replace(base, young=3e6), reference="E3e8", what="E 3e6 Pa"),
         "E1e7-s2": Variant(replace(soft, seed=2), reference="E1e7", what="another realisation (seed 2)"),
         "E1e7-s3": Variant(replace(soft, seed=3), reference="E1e7", what="another realisation (seed 3)"),
         "E1e7-wide": Variant(replace(soft, box=wide_box, particles=round(base.particles * 2.25)), reference="E1e7",
@@ -85,6 +88,10 @@ def variants() -> dict:
         "E1e7-per-s2": Variant(replace(soft, periodic=True, seed=2), reference="E1e7-per",
                                what="periodic, another realisation (seed 2)"),
         "E3e8-slow": Variant(base, insert_speed=0.25, reference="E3e8", what="E 3e8 Pa, insertion 4× slower"),
+        "E3e8bed-E1e7": Variant(base, run_young=1e7, reference="E3e8",
+                                what="E3e8's bed, its runs at E 1e7 Pa (contacts remade, settled again)"),
+        "E3e8bed-E3e7": Variant(base, run_young=3e7, reference="E3e8",
+                                what="E3e8's bed, its runs at E 3e7 Pa (contacts remade, settled again)"),
         "E1e7-batch": Variant(soft, reference="E1e7", batch=True,
                               what="E1e7's runs, a configuration's three in one YADE process, the bed kept in memory"),
     }
@@ -95,6 +102,15 @@ def _bed_dir(bed: dem.Bed) -> str:
     """A folder name per distinct bed, so variants on the same bed share it."""
     parts = [f"n{bed.particles}", "x".join(f"{b:g}" for b in bed.box), f"E{bed.young:.0e}", f"s{bed.seed}"]
     return "bed_" + "_".join(parts) + ("_per" if bed.periodic else "")
+
+
+def _child_cpu() -> float:
+    """CPU seconds (user + system) of the finished child processes (YADE): a run's cost that, unlike its
+    wall time, does not grow when other jobs share the cores."""
+    import resource
+
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return use.ru_utime + use.ru_stime
 
 
 def _window(path, foot, cutoff):
@@ -123,38 +139,41 @@ def run_variant(name: str, variant: Variant, workdir: Path, rows: list, out: Pat
              info["packing_measured"], raw.get("unbalanced", float("nan")), time.time() - t)
     for cname, theta in CONFIGS.items():
         plans = dem.plan(dem.bed_file(folder), variant.bed, [theta], np.array(list(DIRECTIONS.values())), scale,
-                         T_TOTAL, foot, "beads", variant.insert_speed)
+                         T_TOTAL, foot, "beads", variant.insert_speed, variant.run_young)
         for params, dname in zip(plans, DIRECTIONS):
             params["name"] = f"{name}_{cname}_{dname}"
         plans = [(p, d) for p, d in zip(plans, DIRECTIONS)
                  if not any(r["variant"] == name and r["config"] == cname and r["direction"] == d for r in rows)]
-        batch_wall = None
+        batch_wall = batch_cpu = None
         if variant.batch and plans:
             todo = [p for p, _ in plans if not dem.is_done(p, folder)]
-            t = time.time()
+            t, c = time.time(), _child_cpu()
             failed = [err for _, path, err in dem.run_batch(todo, str(folder)) if path is None]
             if failed:
                 raise GranularError("; ".join(failed))
-            batch_wall = (time.time() - t) / len(todo) if todo else None
+            if todo:
+                batch_wall, batch_cpu = (time.time() - t) / len(todo), (_child_cpu() - c) / len(todo)
         for params, dname in plans:
-            t = time.time()
+            t, c = time.time(), _child_cpu()
             done = dem.is_done(params, folder)
             path = dem.run_one(params, str(folder))
             wall = batch_wall if variant.batch else (None if done else time.time() - t)
+            cpu = batch_cpu if variant.batch else (None if done else _child_cpu() - c)
             w, _ = ingest.extract(ingest.read_run(path), foot, CUTOFF_HZ)
             win = _window(path, foot, CUTOFF_HZ)
             side = json.loads(Path(path).with_suffix(".json").read_text())
+            dt = raw["dt"] * np.sqrt(variant.bed.young / (variant.run_young or variant.bed.young))   # ∝ 1/√E
             contacts = Path(path).with_suffix(".contacts.json")
             overlap = json.loads(contacts.read_text())["overlap_at_pass"] if contacts.exists() else [float("nan")] * 2
             rows.append({"variant": name, "reference": variant.reference, "what": variant.what,
                          "config": cname, "d": theta[0], "phi": theta[1], "direction": dname,
                          "fx": w[0], "fz": w[1], "tau": w[2], "fx_win": win[0], "fz_win": win[1], "tau_win": win[2],
-                         "run_s": side.get("seconds"), "wall_s": wall, "insert_speed": variant.insert_speed,
-                         "young": variant.bed.young, "periodic": variant.bed.periodic, "seed": variant.bed.seed,
+                         "run_s": side.get("seconds"), "wall_s": wall, "cpu_s": cpu, "insert_speed": variant.insert_speed,
+                         "young": variant.run_young or variant.bed.young, "periodic": variant.bed.periodic, "seed": variant.bed.seed,
                          "box": "x".join(f"{b:g}" for b in variant.bed.box), "spheres": info["spheres"],
                          "packing": info["packing_measured"], "unbalanced": raw.get("unbalanced"),
-                         "bed_s": info["seconds"], "dt": raw.get("dt"),
-                         "steps": round((side.get("insertion_m", 0.0) / variant.insert_speed + T_TOTAL) / raw["dt"]),
+                         "bed_s": info["seconds"], "dt": dt,
+                         "steps": round((side.get("insertion_m", 0.0) / variant.insert_speed + T_TOTAL) / dt),
                          "overlap_max": overlap[0], "overlap_mean": overlap[1]})
             log.info("%s %s %s: F_r = (%.1f, %.1f) N, %.2f N·m; window (%.1f, %.1f) N; %.0f s", name, cname, dname,
                      *w, win[0], win[1], side.get("seconds", 0))
@@ -208,7 +227,7 @@ def changes(rows) -> list:
 def report(rows) -> str:
     """Markdown tables: the beds, and per variant its change against its reference and its cost."""
     lines = ["| variant | what | spheres | packing | unbalanced | bed s | dt s | steps/run | YADE s/run | wall s/run "
-             "| overlap max/r at pass |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| CPU s/run | overlap max/r at pass |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     seen = {}
     for r in rows:
         seen.setdefault(r["variant"], []).append(r)
@@ -216,11 +235,13 @@ def report(rows) -> str:
         r = rs[0]
         run_s = np.mean([x["run_s"] for x in rs])
         walls = [x["wall_s"] for x in rs if x.get("wall_s")]
+        cpus = [x["cpu_s"] for x in rs if x.get("cpu_s")]
         steps = [x["steps"] for x in rs if x.get("steps")]
         ov = np.nanmax([x["overlap_max"] for x in rs])
         lines.append(f"| {name} | {r['what']} | {int(r['spheres'])} | {r['packing']:.3f} | {r['unbalanced']:.3f} | "
                      f"{r['bed_s']:.0f} | {r['dt']:.2e} | {np.mean(steps) if steps else float('nan'):.0f} | "
-                     f"{run_s:.1f} | {np.mean(walls) if walls else float('nan'):.1f} | {ov:.3f} |")
+                     f"{run_s:.1f} | {np.mean(walls) if walls else float('nan'):.1f} | "
+                     f"{np.mean(cpus) if cpus else float('nan'):.1f} | {ov:.3f} |")
     ch = changes(rows)
     lines += ["", "| variant vs reference | " + " | ".join(f"{c} {d}" for c in CONFIGS for d in DIRECTIONS)
               + " | mean | mean (window) |", "|---|" + "---|" * (len(CONFIGS) * len(DIRECTIONS) + 2)]
