@@ -7,9 +7,9 @@ the hull's point of least power, which is the recorded wrench only for associate
 ``data-flow``: the same W(θ) decides who sticks and who slides (sticking whenever the load a foot
 would need to stay put lies inside W(θ): the QP's answer is then strictly inside W), but a sliding
 foot gets the data's own wrench for its direction of motion (:mod:`granular.wrench.flow`), as
-solvers for non-associated Coulomb friction do. The coupled problem is solved by a fixed point:
-sliding directions from the post-step twists, the data's wrenches for them, the sticking feet's
-impulses from the QP with the sliding ones' held, repeated until the impulses settle.
+solvers for non-associated Coulomb friction do. The sliding feet's post-step twists solve
+v = a + h D w(v) (Newton's method, compiled; D their Delassus matrix), the sticking feet's
+impulses solve the QP with the sliding ones' held, alternating until the impulses settle.
 
 Energy: a sticking foot's impulse solves a QP whose origin is feasible, and a sliding foot's wrench
 is accepted only if it takes power out of the foot's post-step twist; otherwise the step falls
@@ -97,10 +97,10 @@ def data_flow(qp: ContactQP, c, sliding, Q, G, U, solver, h: float):
 
     ``sliding`` (N,) marks the feet on the boundary of W; for them, ``Q`` (k, m + 4, 3) are the
     coefficients of the data's direction → wrench interpolants over the directions ``U``
-    (:class:`~granular.wrench.flow.DirectionMap`) and ``G`` (k, 3, 3) their :func:`twist_map`. The sliding feet's twists solve
-    v = a + h D flow(v) by Newton's method (a: their twists without their own impulses, D: their
-    Delassus matrix), alternating with the sticking feet's QP. Returns ``c`` unchanged when no foot
-    slides, and None when no dissipative solution is found.
+    (:class:`~granular.wrench.flow.DirectionMap`) and ``G`` (k, 3, 3) their :func:`twist_map`.
+    The sliding feet's twists solve v = a + h D flow(v) by Newton's method (a: their twists without
+    their own impulses), alternating with the sticking feet's QP. Returns ``c`` unchanged when no
+    foot slides, and None when no dissipative solution is found.
     """
     if not sliding.any():
         return c
