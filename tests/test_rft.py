@@ -4,6 +4,7 @@ import pytest
 from granular.data import rft
 
 from granular.data import terramechanics
+from granular.data.media import medium
 from granular.errors import GranularError
 from granular.foot import Foot
 from granular.frames import MIRROR
@@ -75,6 +76,24 @@ def test_pebbles_resist_more_than_sand(sand, pebbles):
     js = [np.flatnonzero((sand.configs[:, 0] == d) & (sand.configs[:, 1] == 0))[0] for d in common]
     jp = [np.flatnonzero((pebbles.configs[:, 0] == d) & (pebbles.configs[:, 1] == 0))[0] for d in common]
     assert np.abs(pebbles.wrenches[jp, :, 1]).max() > np.abs(sand.wrenches[js, :, 1]).max()
+
+
+def test_pebbles_differ_from_sand_in_shape(pebbles):
+    """Pebbles' α_x is κ times the generic one at the same α_z (media.py): f_x grows by κ, f_z not."""
+    preset = medium("pebbles")
+    assert preset.drag == pytest.approx(np.tan(np.radians(35)) / np.tan(np.radians(33)))
+    assert medium("sand").drag == 1.0 and medium("sand").coeffs is rft.GENERIC
+    tw = twists()
+    for theta in ((-0.03, 0.0), (-0.045, 0.6)):
+        generic = rft.foot_wrench(Foot(), theta, tw, preset.zeta)
+        own = rft.foot_wrench(Foot(), theta, tw, preset.zeta, preset.coeffs)
+        np.testing.assert_allclose(own[:, 0], preset.drag * generic[:, 0], atol=1e-9)
+        np.testing.assert_allclose(own[:, 1], generic[:, 1], atol=1e-9)
+    # the synthetic dataset is made with it and says so
+    assert pebbles.provenance["drag"] == pytest.approx(preset.drag)
+    j = np.flatnonzero((pebbles.configs[:, 0] == -0.03) & (pebbles.configs[:, 1] == 0))[0]
+    own = rft.foot_wrench(Foot(), (-0.03, 0.0), pebbles.directions * pebbles.velocity_scale, 2.0, preset.coeffs)
+    np.testing.assert_allclose(pebbles.wrenches[j], own, atol=1e-9)
 
 
 def test_bekker_load_matches_eq17():

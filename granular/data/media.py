@@ -7,10 +7,36 @@ angular grains), with pebbles stiffer than sand as in the paper, and stiff
 enough that a RoboSimian-sized robot (≈123 kg on 0.05 m feet) stands within a
 few centimetres. The depth grids extend Table I's (sand to 0.07 m, pebbles to
 0.045 m) so that a trotting robot, two feet carrying it, stays inside the data.
+
+Pebbles also differ from sand in shape, not only in size: their horizontal
+stresses α_x are κ times the generic ones at the same α_z
+(:func:`granular.data.rft.with_drag`). The paper's pebbles are pond stones of
+0.8–1.0 cm (Zhu et al. 2019, §IV-A); coarse grains resist shearing more than
+fine sand does, and a robot sliding with locked joints stops higher on them
+(Fig. 10c). With ζ alone (κ = 1) it did the opposite: its feet, shallower on
+the stiffer medium, lose more drag (∝ depth², from the foot's side walls) than
+lift (∝ depth), so it slid 0.6 m further than on sand.
+
+κ = tan ϕ_pebbles / tan ϕ_sand: drag taken to scale with the medium's friction
+coefficient tan ϕ, lift not. That rule is our choice, not a measurement, and so
+are the two angles, picked inside the ranges of the typical drained friction
+angles tabulated in Das, *Principles of Geotechnical Engineering* (table
+"Typical values of drained angle of friction for sands and silts"; its number
+varies by edition): sand with rounded grains, medium dense, 30–35° → ϕ_sand =
+33°; gravel with some sand, 34–48° (water-worn pond pebbles are rounded, so the
+low end) → ϕ_pebbles = 35°. κ = 1.078. The window is narrow, and we measured it
+(quad-slide, ζ = 2.0): κ = 1.0 slides 1.66 m and stops 0.11 m below sand;
+κ = 1.06–1.15 slides ~0.9 m, accelerating for ~2 s, and stops 0.03–0.05 m
+above sand; κ ≥ 1.2 no longer accelerates after landing, κ ≥ 1.35 slides
+< 0.5 m. Friction near the slope's tan 0.3 decides between sliding on and
+stopping, so the outcome is sensitive to κ; it is not a robust property of
+the data alone.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import numpy as np
 
 from granular.errors import GranularError
 
@@ -22,14 +48,29 @@ class Medium:
     depths: tuple             # sampled d (m), Table I
     tilts: tuple              # sampled φ (rad), Table I
     velocity_scale: tuple     # (m/s, m/s, rad/s), §IV-A
+    drag: float = 1.0         # κ: α_x relative to Li et al.'s generic shape (1: generic)
+
+    @property
+    def coeffs(self) -> dict:
+        """The RFT coefficient set (Li et al. 2013 eq. 2) of this medium, before ζ."""
+        from granular.data import rft
+
+        return rft.GENERIC if self.drag == 1.0 else rft.with_drag(rft.GENERIC, self.drag)
 
 
 #: Table I's tilts, extended to 1.5 rad so that a foot lying down stays inside the data.
 _TILTS = (0.0, 0.3, 0.6, 0.9, 1.2, 1.5)
 
+#: Friction angles (rad) chosen inside Das's tabulated ranges (see the module docstring).
+FRICTION_ANGLE = {"sand": np.radians(33.0), "pebbles": np.radians(35.0)}
+
+#: κ of pebbles: tan ϕ_pebbles / tan ϕ_sand ≈ 1.078.
+PEBBLES_DRAG = float(np.tan(FRICTION_ANGLE["pebbles"]) / np.tan(FRICTION_ANGLE["sand"]))
+
 MEDIA = {
     "sand": Medium("sand", 1.2, (0.0, -0.01, -0.03, -0.05, -0.07, -0.10, -0.13), _TILTS, (0.02, 0.02, 0.3)),
-    "pebbles": Medium("pebbles", 2.0, (0.0, -0.015, -0.03, -0.045, -0.06, -0.08), _TILTS, (0.02, 0.02, 0.3)),
+    "pebbles": Medium("pebbles", 2.0, (0.0, -0.015, -0.03, -0.045, -0.06, -0.08), _TILTS, (0.02, 0.02, 0.3),
+                      drag=PEBBLES_DRAG),
 }
 
 #: Grid and velocity scale for terramechanics soils (no Table I entry: use sand's).

@@ -35,6 +35,25 @@ GENERIC = {
     "D": {(1, 0): 0.088},
 }
 
+
+
+def with_drag(coeffs: dict, kappa: float) -> dict:
+    """A coefficient set whose horizontal stress α_x is κ times that of ``coeffs``; α_z unchanged.
+
+    Li et al. 2013 fit one shape for all their media (ζ scales it); a medium whose
+    grains resist shearing more than the generic medium's, at the same
+    penetration resistance, has a larger α_x relative to α_z. Multiplying the
+    α_x series (C and D, Li et al. eq. 2) by κ is the simplest such shape: every
+    element's drag along x grows by κ, its lift does not. How κ is chosen for a
+    medium is said where it is set (:mod:`granular.data.media`).
+    """
+    if not kappa > 0:
+        raise ValueError(f"drag factor must be > 0, got {kappa!r}")
+    return {"A": dict(coeffs["A"]), "B": dict(coeffs["B"]),
+            "C": {k: kappa * v for k, v in coeffs["C"].items()},
+            "D": {k: kappa * v for k, v in coeffs["D"].items()}}
+
+
 #: α is tabulated in N/cm³ (stress in N/cm² per cm of depth); this makes it N/m³.
 N_PER_CM3 = 1e6
 

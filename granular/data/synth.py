@@ -27,10 +27,15 @@ def synthesize(source: str, name: str, depths=None, tilts=None, m: int = 26,
     if source == "rft":
         preset = medium(name)
 
+        coeffs = preset.coeffs
+
         def model(theta, twists):
-            return rft.foot_wrench(foot, theta, twists, preset.zeta)
+            return rft.foot_wrench(foot, theta, twists, preset.zeta, coeffs)
 
         provenance = {"model": "resistive force theory, Li et al. 2013 generic coefficients", "zeta": preset.zeta}
+        if preset.drag != 1.0:  # a shape of its own: α_x scaled by κ (media.py says why and how much)
+            provenance.update(model="resistive force theory, Li et al. 2013 generic coefficients, alpha_x scaled by drag",
+                              drag=preset.drag)
     elif source == "terramechanics":
         ground = terramechanics.soil(name)
         preset = SOIL_GRID
