@@ -1,0 +1,281 @@
+"""A Gymnasium environment: the planar quadruped learning to walk on granular media.
+
+``granular/Quadruped-v0`` is registered when this module is imported (Gymnasium 1.x no longer
+loads environments from package entry points), so either::
+
+    import granular.apps.gym, gymnasium
+    env = gymnasium.make("granular/Quadruped-v0")
+
+or, in one call, ``gymnasium.make("granular.apps.gym:granular/Quadruped-v0")``.
+
+The robot, terrain, time step, solver, contact law and medium models come from a scenario
+(default ``quad-trot``); every simulator step goes through the one loop,
+:class:`~granular.simulation.simulation.Simulation`, as ``granular sim`` does.
+
+- **Action** (12,) in [-1, 1]: joint position targets as offsets from the nominal stance (the
+  scenario's standing pose), times ``action_scale`` rad, in the order of
+  :attr:`QuadrupedEnv.joint_names` (limbs front_1, front_2, rear_1, rear_2 × hip, knee, ankle).
+  The robot's own joint PD (:class:`~granular.scenarios.control.JointPD`: its gains, torque and
+  angle limits) tracks them for ``control_period`` s of simulator steps.
+- **Observation** (33,) float32, or (33 + media,) with ``observe_medium``: torso height above the
+  terrain under it (m), pitch (rad), v_x, v_z (m/s), ω (rad/s); the 12 joint angles (rad) and
+  rates (rad/s); each foot's depth, θ's d (m, negative in the medium, 0 out of it); optionally a
+  one-hot of the episode's medium; bounded by :data:`OBSERVATION_LIMITS`. The torso's x is left
+  out so that a policy does not depend on where it is (it is in ``info``).
+- **Reward**: ``forward_weight`` × the torso's forward progress over the env step divided by the
+  control period (m/s, so its scale does not depend on the period) − ``effort_weight`` × the
+  mean over joints and simulator steps of (torque / torque limit)², a number in [0, 1].
+- **Termination** on a fall: the torso lower than ``fall_height`` above the terrain or pitched
+  more than ``fall_tilt``. **Truncation** after ``episode_seconds`` of simulated time.
+- **Resets**: the medium is drawn from ``media`` with the env's RNG, and the scenario's initial
+  state is perturbed by it (scaled by ``reset_noise``), so ``reset(seed=s)`` is reproducible;
+  the medium is reported in ``info["medium"]``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from granular.errors import GranularError
+
+try:
+    import gymnasium
+    from gymnasium import spaces
+except ModuleNotFoundError as exc:  # only a missing gymnasium; a broken install shows its own error
+    if not (exc.name or "").startswith("gymnasium"):
+        raise
+    raise GranularError("granular.apps.gym needs gymnasium: pip install 'granular[rl]' "
+                        "(or pip install 'gymnasium>=0.29')") from None
+
+from granular.contact.detection import detect
+from granular.contact.qp import make_solver
+from granular.scenarios import scenario as scenarios
+from granular.scenarios.control import Hold, JointPD
+from granular.scenarios.robots import JOINTS, LIMBS
+from granular.simulation.simulation import Simulation
+from granular.simulation.step import State
+
+ENV_ID = "granular/Quadruped-v0"
+#: Half-widths of the uniform reset perturbation at reset_noise = 1: joint angles (rad), torso pitch
+#: (rad), extra drop height (m, upwards only, so no foot starts deeper in the medium than the
+#: scenario puts it), torso v_x, v_z (m/s), ω (rad/s), joint rates (rad/s).
+RESET_WIDTHS = {"joints": 0.05, "pitch": 0.02, "height": 0.02, "velocity": 0.05, "omega": 0.05, "rates": 0.1}
+#: Bounds of the observation (Gymnasium's checker and RL libraries expect finite ones): height (m),
+#: pitch (rad), v_x, v_z (m/s), ω (rad/s), joint angles (rad), joint rates (rad/s), foot depth (m).
+#: A standing or walking robot stays far inside them; observations are clipped to them, which only
+#: ever engages long after a fall has ended the episode.
+OBSERVATION_LIMITS = {"height": (-2.0, 5.0), "pitch": (-2 * np.pi, 2 * np.pi), "velocity": (-20.0, 20.0),
+                      "omega": (-50.0, 50.0), "joints": (-2 * np.pi, 2 * np.pi), "rates": (-200.0, 200.0),
+                      "depth": (-2.0, 0.0)}
+
+
+class _TargetTracker:
+    """The robot's joint PD towards a goal the environment sets each control period; it also sums
+    (torque / limit)² over the steps, the effort the reward charges for."""
+
+    def __init__(self, robot, goal):
+        self.goal = goal
+        self.pd = JointPD(robot, self._targets)
+        self.inv_limit = 1.0 / robot.max_torque[3:]
+        self.effort = 0.0
+
+    def _targets(self, t, pitch):
+        return self.goal
+
+    def initial_memory(self):
+        return None
+
+    def __call__(self, t, q, v, memory):
+        u, memory = self.pd(t, q, v, memory)
+        scaled = u[3:] * self.inv_limit
+        self.effort += float(scaled @ scaled) / len(scaled)
+        return u, memory
+
+
+class _Medium:
+    """What one medium's episodes start from: the scenario built on it (immutable model, robot,
+    initial state, nominal joint targets)."""
+
+    def __init__(self, scenario):
+        sim = scenarios.build(scenario)
+        if not isinstance(sim.controller, JointPD):
+            raise GranularError(f"{scenario.where}: the environment needs a legged robot under joint "
+                                f"position control (a quadruped with [control] kind trot, hold or keyframes)")
+        self.model, self.state, self.robot = sim.model, sim.state, sim.controller.robot
+        self.solver = sim.solver.name
+        # Nominal stance: the scenario's joint targets at t = 0 for a level torso (for quad-trot, the
+        # standing pose before the gait starts), held as Hold holds a pose.
+        self.nominal = np.clip(sim.controller.targets(0.0, 0.0), self.robot.lower[3:], self.robot.upper[3:])
+
+
+class QuadrupedEnv(gymnasium.Env):
+    """The quadruped on granular media (see the module's docstring for spaces, reward, termination).
+
+    Parameters: ``media`` (names or model files; one is drawn per episode), ``scenario`` (a shipped
+    name or a scenario file with a quadruped under joint control), ``control_period`` (s per env
+    step, a whole number of the scenario's time steps), ``episode_seconds`` (truncation),
+    ``action_scale`` (rad of target offset per unit action), ``forward_weight``,
+    ``effort_weight``, ``fall_height`` (m), ``fall_tilt`` (rad), ``reset_noise`` (scale of
+    :data:`RESET_WIDTHS`), ``observe_medium`` (append a one-hot of the medium), ``render_mode``
+    (None or "rgb_array": a matplotlib drawing of the scene).
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 100}
+
+    def __init__(self, media=("sand", "pebbles"), scenario: str = "quad-trot", control_period: float = 0.01,
+                 episode_seconds: float = 10.0, action_scale: float = 0.5, forward_weight: float = 1.0,
+                 effort_weight: float = 0.05, fall_height: float = 0.6, fall_tilt: float = 0.7,
+                 reset_noise: float = 1.0, observe_medium: bool = False, render_mode: str | None = None):
+        if isinstance(media, str):
+            media = (media,)
+        media = tuple(media)
+        if not media:
+            raise GranularError("media: give at least one medium")
+        for name, value in (("control_period", control_period), ("episode_seconds", episode_seconds),
+                            ("action_scale", action_scale), ("fall_height", fall_height),
+                            ("fall_tilt", fall_tilt)):
+            if not (np.isfinite(value) and value > 0):
+                raise GranularError(f"{name} must be a positive number, got {value!r}")
+        for name, value in (("forward_weight", forward_weight), ("effort_weight", effort_weight),
+                            ("reset_noise", reset_noise)):
+            if not (np.isfinite(value) and value >= 0):
+                raise GranularError(f"{name} must be a non-negative number, got {value!r}")
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            raise GranularError(f"render_mode must be None or one of {self.metadata['render_modes']}, "
+                                f"got {render_mode!r}")
+        base = scenarios.load(scenario)
+        self._media = {name: _Medium(base.with_(medium=name)) for name in dict.fromkeys(media)}
+        self.media = tuple(self._media)
+        first = self._media[self.media[0]]
+        dt = first.model.dt
+        self.substeps = int(round(control_period / dt))
+        if self.substeps < 1 or abs(self.substeps * dt - control_period) > 1e-9 * max(1.0, control_period):
+            raise GranularError(f"control_period {control_period!r} s must be a whole number of the scenario's "
+                                f"time steps ({dt:g} s)")
+        self.control_period = self.substeps * dt
+        self.max_steps = max(1, int(round(episode_seconds / self.control_period)))
+        self.action_scale, self.forward_weight, self.effort_weight = action_scale, forward_weight, effort_weight
+        self.fall_height, self.fall_tilt, self.reset_noise = fall_height, fall_tilt, reset_noise
+        self.observe_medium, self.render_mode = observe_medium, render_mode
+        self.metadata = {**self.metadata, "render_fps": 1.0 / self.control_period}
+        self.joint_names = tuple(f"{limb}_{joint}" for limb, _ in LIMBS for joint in JOINTS)
+        nj = len(self.joint_names)
+        if first.model.multibody.ndof - 3 != nj:
+            raise GranularError(f"{base.where}: the environment needs a quadruped with {nj} joints")
+        self.n_feet = len(first.model.contacts)
+        L = OBSERVATION_LIMITS
+        limits = ([L["height"], L["pitch"], L["velocity"], L["velocity"], L["omega"]] + [L["joints"]] * nj
+                  + [L["rates"]] * nj + [L["depth"]] * self.n_feet + [(0.0, 1.0)] * (len(self.media) * observe_medium))
+        low, high = np.array(limits, dtype=np.float32).T
+        self.action_space = spaces.Box(-1.0, 1.0, shape=(nj,), dtype=np.float32)
+        self.observation_space = spaces.Box(low, high, dtype=np.float32)
+        self.medium = None
+        self.sim = None
+        self._figure = None
+
+    # -- the episode ---------------------------------------------------------------------------
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        rng = self.np_random
+        # Medium first, then the perturbation, both from the env's RNG: the seed fixes both.
+        self.medium = self.media[int(rng.integers(len(self.media)))]
+        m = self._media[self.medium]
+        w = {k: v * self.reset_noise for k, v in RESET_WIDTHS.items()}
+        q, v = m.state.q.copy(), m.state.v.copy()
+        nj = len(q) - 3
+        q[1] += rng.uniform(0.0, w["height"])
+        q[2] += rng.uniform(-w["pitch"], w["pitch"])
+        q[3:] = np.clip(q[3:] + rng.uniform(-w["joints"], w["joints"], nj), m.robot.lower[3:], m.robot.upper[3:])
+        v[:2] += rng.uniform(-w["velocity"], w["velocity"], 2)
+        v[2] += rng.uniform(-w["omega"], w["omega"])
+        v[3:] += rng.uniform(-w["rates"], w["rates"], nj)
+        self._controller = _TargetTracker(m.robot, m.nominal.copy())
+        self.sim = Simulation(m.model, State(m.state.t, q, v), self._controller, make_solver(m.solver))
+        self.elapsed = 0
+        return self._observation(), self._info(forward_velocity=0.0, effort=0.0)
+
+    def step(self, action):
+        if self.sim is None:
+            raise GranularError("call reset() before step()")
+        a = np.asarray(action, dtype=float).reshape(-1)
+        if a.shape != self.action_space.shape or not np.all(np.isfinite(a)):
+            raise GranularError(f"action must be {self.action_space.shape[0]} finite numbers, got {action!r}")
+        m = self._media[self.medium]
+        # Out-of-range actions are clipped, as the Box promises; the PD then clips to the joints' ranges.
+        self._controller.goal = m.nominal + self.action_scale * np.clip(a, -1.0, 1.0)
+        self._controller.effort = 0.0
+        x0 = self.sim.state.q[0]
+        self.sim.advance(self.substeps)
+        self.elapsed += 1
+        q = self.sim.state.q
+        forward = (q[0] - x0) / self.control_period
+        effort = self._controller.effort / self.substeps
+        reward = self.forward_weight * forward - self.effort_weight * effort
+        height = q[1] - float(m.model.terrain.height(q[0]))
+        terminated = bool(height < self.fall_height or abs(q[2]) > self.fall_tilt)
+        truncated = bool(not terminated and self.elapsed >= self.max_steps)
+        return self._observation(), float(reward), terminated, truncated, self._info(forward, effort)
+
+    # -- what the policy and the user see --------------------------------------------------------
+    def foot_depths(self) -> np.ndarray:
+        """θ's d of each foot at the current state (m): negative in the medium, 0 out of it."""
+        model, q = self.sim.model, self.sim.state.q
+        mb = model.multibody
+        frames = detect(mb, model.feet, model.terrain, mb.frames(q))
+        return np.minimum(frames.theta[:, 0], 0.0)
+
+    def _observation(self) -> np.ndarray:
+        model, state = self.sim.model, self.sim.state
+        q, v = state.q, state.v
+        height = q[1] - float(model.terrain.height(q[0]))
+        parts = [[height, q[2], v[0], v[1], v[2]], q[3:], v[3:], self.foot_depths()]
+        if self.observe_medium:
+            parts.append(np.asarray(self.media) == self.medium)
+        space = self.observation_space
+        return np.clip(np.concatenate(parts).astype(np.float32), space.low, space.high)
+
+    def _info(self, forward_velocity, effort) -> dict:
+        q = self.sim.state.q
+        return {"medium": self.medium, "x": float(q[0]), "pitch": float(q[2]),
+                "forward_velocity": float(forward_velocity), "effort": float(effort),
+                "sim_time": float(self.sim.state.t), "sim_steps": int(self.sim.steps)}
+
+    def render(self):
+        """An RGB image (H, W, 3) of the scene around the torso, drawn as ``granular sim --plot`` draws."""
+        if self.render_mode is None:
+            gymnasium.logger.warn("render() called with render_mode=None; make the env with render_mode='rgb_array'")
+            return None
+        from granular.apps import plots
+        from granular.simulation.runfile import geometry
+
+        if self.sim is None:
+            raise GranularError("call reset() before render()")
+        if self._figure is None:
+            self._figure = plots.plt.figure(figsize=(4, 3), dpi=80)
+        fig = self._figure
+        fig.clf()
+        ax = fig.add_subplot()
+        info, q = self.sim.info, self.sim.state.q
+        n = self.n_feet
+        run = {"geometry": geometry(self.sim.model), "q": q[None],
+               "wrench": (info.wrench if info is not None else np.zeros((n, 3)))[None],
+               "active": (info.active if info is not None else np.zeros(n, bool))[None]}
+        width = 2.0
+        plots._terrain(ax, run, (q[0] - width / 2, q[0] + width / 2))
+        plots.draw_scene(ax, run, 0, wrench_scale=5e-4)
+        ax.set_xlim(q[0] - width / 2, q[0] + width / 2)
+        ax.set_ylim(-0.3, 1.2)
+        ax.set_aspect("equal")
+        ax.set_title(f"{self.medium}, t = {self.sim.state.t:.2f} s", fontsize=9)
+        fig.canvas.draw()
+        return np.asarray(fig.canvas.buffer_rgba())[..., :3].copy()
+
+    def close(self):
+        if self._figure is not None:
+            from granular.apps import plots
+
+            plots.plt.close(self._figure)
+            self._figure = None
+
+
+if ENV_ID not in gymnasium.registry:
+    gymnasium.register(ENV_ID, entry_point=f"{__name__}:QuadrupedEnv")
