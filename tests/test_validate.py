@@ -97,3 +97,20 @@ def test_sim_tracks_the_recorded_path_and_is_scored(tmp_path):
     row = result["runs"]["own"]
     assert row["sim"]["tracking_rms_m"] < 0.01
     assert np.isfinite(row["sim"]["mean"]) and row["sim"]["fz"] < 1.0
+
+
+@pytest.mark.parametrize("source,message", [("rft:gravel", "name a medium (sand, pebbles)"),
+                                            ("dem:1", "give rft:ZETA")])
+def test_source_is_a_number_or_a_medium(tmp_path, capsys, source, message):
+    t, pose, twist = plunge_and_drag()
+    path = write_run(tmp_path, "run", t, pose, twist, np.ones((len(t), 3)))
+    code = main(["validate", "sand", str(path), "--source", source])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and message in err[0]
+
+
+def test_source_by_medium_scores_a_model_against_its_own_source(capsys):
+    """rft:pebbles is pebbles' own RFT (ζ and drag factor): its model under data-flow follows it."""
+    runs = sorted(str(p) for p in HELD_OUT.glob("*_s1.csv"))
+    assert main(["validate", "pebbles", *runs, "--source", "rft:pebbles", "--contact", "data-flow", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["mean"]["source"] < 0.1

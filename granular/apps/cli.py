@@ -386,21 +386,29 @@ def cmd_acquire(args):
 
 
 def cmd_validate(args):
+    from granular.data.media import MEDIA
     from granular.learning.catalog import load_model
     from granular.scenarios import validation
 
     _check_outputs(args, list(args.runs) + list(args.calibrate or []), files=(), folders=("plot",))
     model = load_model(args.model)
-    source = None
+    source, coeffs = None, None
     if args.source:
-        kind, _, zeta = args.source.partition(":")
+        kind, _, value = args.source.partition(":")
         if kind != "rft":
-            raise GranularError(f"--source {args.source!r}: give rft:ZETA (N/cm³ per unit generic α), e.g. rft:1.2")
-        source = _number(0, 1e6, low_open=True)(zeta)
+            raise GranularError(f"--source {args.source!r}: give rft:ZETA (N/cm³ per unit generic α, e.g. rft:1.2) "
+                                "or rft:MEDIUM (a synthetic medium's own RFT, e.g. rft:pebbles)")
+        if value in MEDIA:
+            source, coeffs = MEDIA[value].zeta, MEDIA[value].coeffs
+        else:
+            try:
+                source = _number(0, 1e6, low_open=True)(value)
+            except argparse.ArgumentTypeError as exc:
+                raise GranularError(f"--source {args.source!r}: {exc}; or name a medium ({', '.join(MEDIA)})") from None
     read = lambda paths: [validation.read(p, model.dataset.foot, args.cutoff, args.mapping) for p in paths or ()]  # noqa: E731
     runs = read(args.runs)
     result, curves = validation.validate(model, runs, calibrate=read(args.calibrate), source_zeta=source,
-                                         sim=args.sim, medium=args.model, law=args.contact)
+                                         sim=args.sim, medium=args.model, law=args.contact, source_coeffs=coeffs)
     result["cutoff_hz"] = args.cutoff
     if args.plot:
         from granular.apps import plots
@@ -573,7 +581,8 @@ def build_parser():
     c.add_argument("runs", nargs="+", help="validation runs: .csv (with a .json sidecar), .h5, or ROS 2 bag folders "
                                            "(data/validation/*.csv)")
     c.add_argument("--calibrate", nargs="+", help="runs on which direct RFT's ζ is fitted (the baseline)")
-    c.add_argument("--source", help="also score against the model's synthetic source, e.g. rft:1.2")
+    c.add_argument("--source", help="also score against the model's synthetic source: rft:MEDIUM (e.g. rft:pebbles) "
+                                    "or rft:ZETA (generic RFT, e.g. rft:1.2)")
     c.add_argument("--sim", help="also simulate: this single-foot scenario's foot PID-tracks each run's path "
                                  "(paper Figs. 7-8), e.g. foot-track-straight")
     c.add_argument("--mapping", help="TOML mapping of your column names, units, sign and bag topics (as for ingest)")

@@ -48,10 +48,12 @@ def replay(model, traj: Trajectory, law: str = DEFAULT_LAW) -> np.ndarray:
     return dissipating(model.points(theta), twist_at_reference(traj.pose, traj.twist, model.dataset.foot))
 
 
-def rft_wrench(traj: Trajectory, zeta: float, foot: Foot = Foot()) -> np.ndarray:
+def rft_wrench(traj: Trajectory, zeta: float, foot: Foot = Foot(), coeffs=None) -> np.ndarray:
+    """Direct RFT along the trajectory: ζ times ``coeffs`` (default Li et al.'s generic shape)."""
     from granular.data import rft
 
-    return np.array([rft.foot_wrench(foot, p[1:], v, zeta)[0] for p, v in zip(traj.pose, traj.twist)])
+    coeffs = rft.GENERIC if coeffs is None else coeffs
+    return np.array([rft.foot_wrench(foot, p[1:], v, zeta, coeffs)[0] for p, v in zip(traj.pose, traj.twist)])
 
 
 def fit_zeta(trajs, foot: Foot = Foot()) -> float:
@@ -128,7 +130,7 @@ def simulate(medium: str, scenario_name: str, traj: Trajectory, law: str = DEFAU
 
 
 def validate(model, runs, calibrate=(), source_zeta=None, sim: str | None = None, medium: str | None = None,
-             law: str = DEFAULT_LAW):
+             law: str = DEFAULT_LAW, source_coeffs=None):
     """Scores of ``model`` (and of direct RFT, the simulated foot, the synthetic source) on the runs
     (:class:`Trajectory`): the ``--json`` object of granular validate, and per run the predicted
     wrenches {"model", "rft", "sim"} for figures."""
@@ -150,7 +152,7 @@ def validate(model, runs, calibrate=(), source_zeta=None, sim: str | None = None
             pred["rft"] = rft_wrench(tr, zeta, foot)
             row["rft"] = nrmse(pred["rft"], tr.wrench, mask)
         if source_zeta is not None:
-            row["source"] = nrmse(pred["model"], rft_wrench(tr, source_zeta, foot), mask)
+            row["source"] = nrmse(pred["model"], rft_wrench(tr, source_zeta, foot, source_coeffs), mask)
         if sim is not None:
             pred["sim"], tracking = simulate(medium, sim, tr, law)
             row["sim"] = {**nrmse(pred["sim"], tr.wrench, mask), "tracking_rms_m": tracking}
