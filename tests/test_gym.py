@@ -1,0 +1,212 @@
+"""The Gymnasium environment granular/Quadruped-v0 (granular.apps.gym)."""
+import importlib
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+from granular.errors import GranularError
+
+gymnasium = pytest.importorskip("gymnasium")
+gym_env = importlib.import_module("granular.apps.gym")
+
+
+@pytest.fixture(scope="module")
+def env():
+    """One environment over sand and pebbles (building one loads both media's models)."""
+    e = gym_env.QuadrupedEnv()
+    yield e
+    e.close()
+
+
+def rollout(env, seed, actions):
+    obs, info = env.reset(seed=seed)
+    out = {"obs": [obs], "reward": [], "medium": info["medium"], "done": []}
+    for a in actions:
+        obs, reward, terminated, truncated, _ = env.step(a)
+        out["obs"].append(obs)
+        out["reward"].append(reward)
+        out["done"].append((terminated, truncated))
+    return out
+
+
+def test_gymnasium_env_checker_passes():
+    """Gymnasium's own checker, with every warning it gives treated as a failure."""
+    from gymnasium.utils.env_checker import check_env
+
+    env = gymnasium.make(gym_env.ENV_ID, render_mode="rgb_array")
+    assert env.unwrapped.spec.id == "granular/Quadruped-v0"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_env(env.unwrapped)
+    env.close()
+
+
+def test_make_imports_the_module_itself():
+    env = gymnasium.make("granular.apps.gym:granular/Quadruped-v0", media=["pebbles"], observe_medium=True)
+    obs, info = env.reset(seed=0)
+    assert info["medium"] == "pebbles"
+    assert obs.shape == (34,) and obs[-1] == 1.0  # the one-hot of the only medium
+    env.close()
+
+
+def test_spaces(env):
+    assert env.action_space.shape == (12,) and env.action_space.dtype == np.float32
+    assert np.all(env.action_space.low == -1) and np.all(env.action_space.high == 1)
+    assert env.observation_space.shape == (5 + 12 + 12 + 4,) and env.observation_space.dtype == np.float32
+    assert np.all(np.isfinite(env.observation_space.low)) and np.all(np.isfinite(env.observation_space.high))
+    assert env.joint_names[:3] == ("front_1_hip", "front_1_knee", "front_1_ankle")
+    assert env.substeps == 10 and env.control_period == pytest.approx(0.01)
+
+
+def test_same_seed_same_trajectory(env):
+    actions = np.random.default_rng(5).uniform(-1, 1, (25, 12)).astype(np.float32)
+    first = rollout(env, 11, actions)
+    other = gym_env.QuadrupedEnv()  # a fresh env: nothing carried over from the first one
+    second = rollout(other, 11, actions)
+    again = rollout(env, 11, actions)
+    for run in (second, again):
+        assert run["medium"] == first["medium"]
+        np.testing.assert_array_equal(np.array(run["obs"]), np.array(first["obs"]))
+        assert run["reward"] == first["reward"]
+    different = rollout(env, 12, actions[:1])
+    assert not np.array_equal(different["obs"][0], first["obs"][0]), "another seed perturbs the start differently"
+
+
+@pytest.mark.parametrize("medium", ["sand", "pebbles"])
+def test_zero_action_keeps_the_robot_standing(medium):
+    env = gym_env.QuadrupedEnv(media=[medium])
+    obs, info = env.reset(seed=3)
+    assert info["medium"] == medium
+    zero = np.zeros(12, np.float32)
+    heights, pitches = [], []
+    for _ in range(300):  # 3 s
+        obs, reward, terminated, truncated, info = env.step(zero)
+        assert not terminated and not truncated
+        heights.append(obs[0])
+        pitches.append(obs[1])
+    # Standing in the nominal pose: the torso ~1 m up less the feet's sinkage (several cm), level,
+    # at rest, all four feet in the medium, barely moved.
+    assert 0.85 < min(heights) and max(heights) < 1.05
+    assert np.max(np.abs(pitches[100:])) < 0.03
+    assert np.all(np.abs(obs[2:5]) < 0.02)
+    assert np.all(obs[-4:] < -0.01), "every foot rests in the medium"
+    assert abs(info["x"]) < 0.05
+    assert abs(reward) < 0.05
+    assert info["sim_steps"] == 3000 and info["sim_time"] == pytest.approx(3.0)
+
+
+def test_feet_sink_deeper_in_sand_than_in_pebbles():
+    """The observed depth reflects the episode's medium (the same robot, softer sand)."""
+    depths = {}
+    for medium in ("sand", "pebbles"):
+        env = gym_env.QuadrupedEnv(media=[medium], reset_noise=0.0)
+        env.reset(seed=0)
+        for _ in range(100):
+            obs, *_ = env.step(np.zeros(12, np.float32))
+        depths[medium] = obs[-4:].mean()
+    assert depths["sand"] < depths["pebbles"] < 0
+
+
+def test_medium_follows_the_seed(env):
+    drawn = {}
+    for seed in range(12):
+        _, info = env.reset(seed=seed)
+        drawn[seed] = info["medium"]
+        # the medium reported is the one simulated
+        assert env.sim.model.wrenches.dataset.medium == info["medium"]
+    assert set(drawn.values()) == {"sand", "pebbles"}, "both media are drawn over a dozen seeds"
+    other = gym_env.QuadrupedEnv()
+    for seed in (7, 0, 3, 7):
+        assert other.reset(seed=seed)[1]["medium"] == drawn[seed]
+    # Without a seed, resets continue the env's RNG: the sequence after a seed is reproducible too.
+    env.reset(seed=100)
+    sequence = [env.reset()[1]["medium"] for _ in range(8)]
+    env.reset(seed=100)
+    assert [env.reset()[1]["medium"] for _ in range(8)] == sequence
+
+
+def test_random_policy_observations_are_finite_and_in_the_space(env):
+    env.action_space.seed(0)
+    obs, _ = env.reset(seed=1)
+    for _ in range(60):
+        obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
+        assert obs.dtype == np.float32 and np.all(np.isfinite(obs)) and env.observation_space.contains(obs)
+        assert np.isfinite(reward) and info["effort"] >= 0
+        if terminated or truncated:
+            obs, _ = env.reset()
+    assert np.all(obs[-4:] <= 0.0)
+
+
+def test_actions_are_joint_targets_from_the_stance(env):
+    """A constant action moves the joints to the nominal stance plus action × action_scale."""
+    env.reset(seed=2)
+    nominal = env._media[env.medium].nominal
+    action = np.zeros(12, np.float32)
+    action[0::3] = 0.2   # every hip forward by 0.1 rad
+    for _ in range(50):
+        obs, *_ = env.step(action)
+    moved = (obs[5:17] - nominal).reshape(4, 3)  # limbs × (hip, knee, ankle)
+    assert np.all(np.abs(moved[:, 0] - 0.2 * env.action_scale) < 0.03), moved
+    # The other joints hold their stance angles up to the PD's give under the shifted load.
+    assert np.all(np.abs(moved[:, 1:]) < 0.06), moved
+
+
+def test_reward_is_forward_progress_less_effort(env):
+    env.reset(seed=4)
+    x0 = env.sim.state.q[0]
+    _, reward, _, _, info = env.step(np.zeros(12, np.float32))
+    forward = (info["x"] - x0) / env.control_period
+    assert info["forward_velocity"] == pytest.approx(forward)
+    assert 0 < info["effort"] < 1
+    assert reward == pytest.approx(env.forward_weight * forward - env.effort_weight * info["effort"])
+
+
+def test_fall_terminates_and_time_truncates():
+    low = gym_env.QuadrupedEnv(media=["sand"], fall_height=1.5)  # the torso stands ~0.95 m up: "fallen"
+    low.reset(seed=0)
+    _, _, terminated, truncated, _ = low.step(np.zeros(12, np.float32))
+    assert terminated and not truncated
+    tilted = gym_env.QuadrupedEnv(media=["sand"], fall_tilt=0.01, reset_noise=0.0)
+    tilted.reset(seed=0)
+    tilted.sim.state.q[2] = 0.05  # pitched past the limit
+    assert tilted.step(np.zeros(12, np.float32))[2]
+    short = gym_env.QuadrupedEnv(media=["sand"], episode_seconds=0.05)
+    short.reset(seed=0)
+    done = [short.step(np.zeros(12, np.float32))[2:4] for _ in range(5)]
+    assert done == [(False, False)] * 4 + [(False, True)]
+
+
+def test_rgb_array_render():
+    env = gym_env.QuadrupedEnv(media=["sand"], render_mode="rgb_array")
+    env.reset(seed=0)
+    env.step(np.zeros(12, np.float32))
+    image = env.render()
+    assert image.ndim == 3 and image.shape[2] == 3 and image.dtype == np.uint8
+    assert image.std() > 10, "something is drawn"
+    env.close()
+
+
+def test_bad_arguments_are_clear_errors(env):
+    with pytest.raises(GranularError, match="control_period"):
+        gym_env.QuadrupedEnv(media=["sand"], control_period=0.0105)
+    with pytest.raises(GranularError, match="unknown medium"):
+        gym_env.QuadrupedEnv(media=["mud"])
+    with pytest.raises(GranularError, match="legged robot"):
+        gym_env.QuadrupedEnv(media=["sand"], scenario="drop-upright")
+    with pytest.raises(GranularError, match="render_mode"):
+        gym_env.QuadrupedEnv(media=["sand"], render_mode="human")
+    env.reset(seed=0)
+    with pytest.raises(GranularError, match="12 finite numbers"):
+        env.step(np.zeros(3))
+    with pytest.raises(GranularError, match="12 finite numbers"):
+        env.step(np.full(12, np.nan))
+
+
+def test_without_gymnasium_the_package_imports_and_the_env_says_what_is_missing(monkeypatch):
+    monkeypatch.setitem(sys.modules, "gymnasium", None)  # import gymnasium now fails as if not installed
+    monkeypatch.delitem(sys.modules, "granular.apps.gym")
+    importlib.import_module("granular.apps.cli")
+    with pytest.raises(GranularError, match=r"needs gymnasium.*granular\[rl\]"):
+        importlib.import_module("granular.apps.gym")
