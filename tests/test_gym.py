@@ -210,3 +210,13 @@ def test_without_gymnasium_the_package_imports_and_the_env_says_what_is_missing(
     importlib.import_module("granular.apps.cli")
     with pytest.raises(GranularError, match=r"needs gymnasium.*granular\[rl\]"):
         importlib.import_module("granular.apps.gym")
+
+
+def test_random_policy_example_runs_and_reports_throughput(capsys):
+    import runpy
+    from pathlib import Path
+
+    example = runpy.run_path(str(Path(__file__).resolve().parent.parent / "examples" / "random_policy.py"))
+    example["main"](["--steps", "30", "--warmup", "2", "--media", "pebbles"])
+    out = capsys.readouterr().out
+    assert "30 env steps in" in out and "simulator steps/s" in out

@@ -1,0 +1,62 @@
+"""A random policy on granular/Quadruped-v0: episodes, returns and throughput.
+
+    python3 -m pip install -e '.[rl]'
+    python3 examples/random_policy.py --steps 2000 --media sand pebbles --seed 0
+
+Prints each finished episode (medium, length, return, why it ended) and then the wall-clock
+throughput: env steps per second and simulator steps per second (each env step is the control
+period's worth of simulator steps, 10 at the default 10 ms period and 1 ms time step). The first
+few steps include numba loading its compiled kernels, so they are left out of the timing.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import gymnasium
+import numpy as np
+
+import granular.apps.gym as granular_gym  # registers granular/Quadruped-v0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=2000, help="env steps to time (default 2000)")
+    parser.add_argument("--media", nargs="+", default=["sand", "pebbles"], help="media drawn per episode")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--warmup", type=int, default=20, help="env steps run before timing starts")
+    args = parser.parse_args(argv)
+    if args.steps < 1 or args.warmup < 0:
+        parser.error("--steps must be at least 1 and --warmup not negative")
+
+    env = gymnasium.make(granular_gym.ENV_ID, media=args.media)
+    env.action_space.seed(args.seed)
+    substeps = env.unwrapped.substeps
+    obs, info = env.reset(seed=args.seed)
+    for _ in range(args.warmup):
+        obs, _, terminated, truncated, info = env.step(env.action_space.sample())
+        if terminated or truncated:
+            obs, info = env.reset()
+
+    episode_return, episode_steps, medium = 0.0, 0, info["medium"]
+    start = time.perf_counter()
+    for _ in range(args.steps):
+        obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
+        assert np.all(np.isfinite(obs))
+        episode_return += reward
+        episode_steps += 1
+        if terminated or truncated:
+            print(f"episode on {medium}: {episode_steps} steps ({episode_steps * env.unwrapped.control_period:.2f} s), "
+                  f"return {episode_return:+.3f}, {'fell' if terminated else 'time limit'}, "
+                  f"torso at x = {info['x']:+.3f} m")
+            obs, info = env.reset()
+            episode_return, episode_steps, medium = 0.0, 0, info["medium"]
+    elapsed = time.perf_counter() - start
+    env.close()
+    print(f"{args.steps} env steps in {elapsed:.2f} s: {args.steps / elapsed:,.0f} env steps/s, "
+          f"{args.steps * substeps / elapsed:,.0f} simulator steps/s "
+          f"({elapsed / (args.steps * substeps) * 1e6:.0f} µs a simulator step, resets included)")
+
+
+if __name__ == "__main__":
+    main()
