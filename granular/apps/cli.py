@@ -561,7 +561,7 @@ def build_parser():
     a.add_argument("--workdir", help="where runs are kept (resumable); default: OUT_runs/")
     a.add_argument("--young", type=_number(1e5, 1e12), default=3e8,
                    help="Young's modulus of the beads (Pa; default 3e8, the paper's); softer is faster (time step "
-                        "∝ 1/√E), see data/README.md for what it does to the wrench")
+                        "∝ 1/√E) but weakens the wrench (1e7: −63 %%, data/README.md)")
     a.add_argument("--periodic", action="store_true",
                    help="a bed periodic in x and y (no side or end walls; the box's X, Y are the period)")
     a.add_argument("--seed", type=_number(0, 2**31 - 1, kind=int), default=0,
