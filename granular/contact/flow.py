@@ -100,7 +100,7 @@ def data_flow(qp: ContactQP, c, sliding, Q, G, U, solver, h: float):
     (:class:`~granular.wrench.flow.DirectionMap`) and ``G`` (k, 3, 3) their :func:`twist_map`.
     The sliding feet's twists solve v = a + h D flow(v) by Newton's method (a: their twists without
     their own impulses), alternating with the sticking feet's QP. Returns ``c`` unchanged when no
-    foot slides, and None when no dissipative solution is found.
+    foot slides or when no dissipative solution is found (the step keeps max-dissipation).
     """
     if not sliding.any():
         return c
@@ -117,7 +117,7 @@ def data_flow(qp: ContactQP, c, sliding, Q, G, U, solver, h: float):
         a = v_free + JB[:, ~slide3] @ current[~slide3]
         v, wrench, ok = newton(v, a, hD, Q, G, U)
         if not ok:
-            return None
+            return c
         new = current.copy()
         new[slide3] = h * wrench
         if stick is None:
@@ -130,7 +130,7 @@ def data_flow(qp: ContactQP, c, sliding, Q, G, U, solver, h: float):
             break
     twist = (v_free + JB @ current).reshape(-1, 3)
     dissipative = np.einsum("ij,ij->i", current[slide3].reshape(-1, 3), twist) <= 0.0
-    return current if dissipative.all() else None
+    return current if dissipative.all() else c
 
 
 @njit(cache=True)

@@ -105,7 +105,7 @@ def step(model: SimModel, state: State, u, solver, index: int = 0):
         slipping[on] = qp.slack_max(c) >= -1e-6 * max(qp.ub.max(), 1e-12)
         if model.contact_law == "data-flow":
             c = _data_flow(model, qp, c, slipping[on], frames.theta[on], on, solver)
-        if c is None or qp.Mg.any() and c @ (qp.Jt @ qp.velocity(c)) > WORK_TOLERANCE:
+        if qp.Mg.any() and c @ (qp.Jt @ qp.velocity(c)) > WORK_TOLERANCE:
             # The grain term (the paper's M_g) lets the QP's impulses do work on the bodies where a
             # foot leaves its data; without it the contact provably dissipates (contact/qp.py).
             c = _solve(solver, replace(qp, Mg=np.zeros_like(qp.Mg)), model, frames, on, state, index)
