@@ -38,13 +38,19 @@ def plunge_and_drag(n=1000):
     return t, np.column_stack([x, z, phi]), twist
 
 
-def test_a_run_that_is_the_models_own_prediction_scores_zero(tmp_path):
+@pytest.mark.parametrize("law,representation", [("max-dissipation", "exact"), ("max-dissipation", "fixed"),
+                                                 ("data-flow", "exact")])
+def test_a_run_that_is_the_models_own_prediction_scores_zero(tmp_path, law, representation):
     model = load_model("sand")
     t, pose, twist = plunge_and_drag()
     traj = val.Trajectory("x", "x", 1, t, pose, twist, np.zeros((len(t), 3)))
-    path = write_run(tmp_path, "own", t, pose, twist, val.replay(model, traj))
-    result, _ = val.validate(model, [val.read(path, cutoff=900.0)])  # the wrench jumps where the path turns: barely filter
+    path = write_run(tmp_path, "own", t, pose, twist, val.replay(model, traj, law, representation))
+    run = val.read(path, cutoff=900.0)  # the wrench jumps where the path turns: barely filter
+    result, _ = val.validate(model, [run], law=law, representation=representation)
     assert result["mean"]["model"] < 0.02
+    if law == "max-dissipation":  # and the other representation tells the difference
+        other, _ = val.validate(model, [run], law=law, representation={"exact": "fixed"}.get(representation, "exact"))
+        assert other["mean"]["model"] > 0.02
 
 
 def test_rft_runs_recover_their_zeta_and_score_zero_against_rft(tmp_path):

@@ -408,7 +408,8 @@ def cmd_validate(args):
     read = lambda paths: [validation.read(p, model.dataset.foot, args.cutoff, args.mapping) for p in paths or ()]  # noqa: E731
     runs = read(args.runs)
     result, curves = validation.validate(model, runs, calibrate=read(args.calibrate), source_zeta=source,
-                                         sim=args.sim, medium=args.model, law=args.contact, source_coeffs=coeffs)
+                                         sim=args.sim, medium=args.model, law=args.contact, source_coeffs=coeffs,
+                                         representation=args.representation)
     result["cutoff_hz"] = args.cutoff
     if args.plot:
         from granular.apps import plots
@@ -588,6 +589,8 @@ def build_parser():
     c.add_argument("--mapping", help="TOML mapping of your column names, units, sign and bag topics (as for ingest)")
     c.add_argument("--contact", choices=["max-dissipation", "data-flow"], default="max-dissipation",
                    help="contact law of the model's wrench, in replay and --sim (default: max-dissipation)")
+    c.add_argument("--representation", choices=["exact", "fixed"], default="exact",
+                   help="max-dissipation replay in the exact hull or the simulator's fixed-normal polytope")
     c.add_argument("--cutoff", type=_number(0, 1e6, low_open=True), default=50.0, help="low-pass cutoff (Hz)")
     c.add_argument("--plot", help="directory for the figures")
     c.add_argument("--json", action="store_true")

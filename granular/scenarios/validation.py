@@ -24,7 +24,7 @@ import numpy as np
 from granular.data.trajectory import COMPONENTS, DEPTH, Trajectory, read  # noqa: F401 (the CLI calls validation.read)
 from granular.contact.flow import DEFAULT_LAW, LAWS
 from granular.errors import GranularError
-from granular.wrench.flow import dissipating
+from granular.wrench.flow import dissipating, dissipating_polytope
 from granular.foot import Foot
 from granular.frames import foot_axis
 
@@ -36,16 +36,23 @@ def twist_at_reference(pose, twist, foot: Foot):
     return np.column_stack([twist[:, :2] + omega * np.column_stack([-arm[:, 1], arm[:, 0]]), twist[:, 2]])
 
 
-def replay(model, traj: Trajectory, law: str = DEFAULT_LAW) -> np.ndarray:
+def replay(model, traj: Trajectory, law: str = DEFAULT_LAW, representation: str = "exact") -> np.ndarray:
     """The model's wrench along the trajectory (kinematic replay), in F_r, under contact ``law``:
-    'max-dissipation' (the hull's point of least power, the paper's eq. 2) or 'data-flow' (the
-    data's own direction → wrench map, :mod:`granular.wrench.flow`)."""
+    'max-dissipation' (the point of W(θ) with the least power, the paper's eq. 2, in the
+    ``representation`` 'exact' (the hull) or 'fixed' (the simulator's fixed-normal polytope)) or
+    'data-flow' (the data's own direction → wrench map, :mod:`granular.wrench.flow`)."""
     theta = traj.pose[:, 1:]
     if law == "data-flow":
         return model.flow(theta, traj.twist)
     if law != "max-dissipation":
         raise GranularError(f"unknown contact law {law!r}; choose one of {', '.join(LAWS)}")
-    return dissipating(model.points(theta), twist_at_reference(traj.pose, traj.twist, model.dataset.foot))
+    twist_r = twist_at_reference(traj.pose, traj.twist, model.dataset.foot)
+    if representation == "fixed":
+        A = model.fixed_normals(32)
+        return dissipating_polytope(A, model.offsets(A, theta), twist_r)
+    if representation != "exact":
+        raise GranularError(f"unknown polytope representation {representation!r}; choose exact or fixed")
+    return dissipating(model.points(theta), twist_r)
 
 
 def rft_wrench(traj: Trajectory, zeta: float, foot: Foot = Foot(), coeffs=None) -> np.ndarray:
@@ -130,7 +137,7 @@ def simulate(medium: str, scenario_name: str, traj: Trajectory, law: str = DEFAU
 
 
 def validate(model, runs, calibrate=(), source_zeta=None, sim: str | None = None, medium: str | None = None,
-             law: str = DEFAULT_LAW, source_coeffs=None):
+             law: str = DEFAULT_LAW, source_coeffs=None, representation: str = "exact"):
     """Scores of ``model`` (and of direct RFT, the simulated foot, the synthetic source) on the runs
     (:class:`Trajectory`): the ``--json`` object of granular validate, and per run the predicted
     wrenches {"model", "rft", "sim"} for figures."""
@@ -139,13 +146,13 @@ def validate(model, runs, calibrate=(), source_zeta=None, sim: str | None = None
     if len(set(names)) != len(names):
         raise GranularError("two runs share a name; give each run once")
     zeta = fit_zeta(calibrate, foot) if calibrate else None
-    result = {"runs": {}, "mean": {}, "depth_m": DEPTH, "contact": law}
+    result = {"runs": {}, "mean": {}, "depth_m": DEPTH, "contact": law, "representation": representation}
     if zeta is not None:
         result["rft_zeta"] = zeta
     curves = {}
     for tr in runs:
         mask = tr.pose[:, 1] < -DEPTH
-        curves[tr.name] = pred = {"model": replay(model, tr, law)}
+        curves[tr.name] = pred = {"model": replay(model, tr, law, representation)}
         row = {"model": nrmse(pred["model"], tr.wrench, mask), "path": tr.path, "seed": tr.seed,
                "samples": int(mask.sum())}
         if zeta is not None:

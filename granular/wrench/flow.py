@@ -92,6 +92,21 @@ def dissipating(points, twist_r):
     return np.where((power[rows, best] < 0)[:, None], points[rows, best], 0.0)
 
 
+def dissipating_polytope(A, b, twist_r):
+    """Per row, the point of {w : A w ≤ b_k} with the least power w·v_r: the maximum-dissipation
+    wrench of the fixed-normal polytope (an outer approximation of the hull), by linear programming.
+    A (K, 3), b (k, K), twist_r (k, 3) → (k, 3)."""
+    from scipy.optimize import linprog
+
+    out = np.zeros((len(b), 3))
+    for i, (offsets, v) in enumerate(zip(b, twist_r)):
+        if np.any(v) and np.any(offsets > 0):
+            result = linprog(v, A_ub=A, b_ub=offsets, bounds=[(None, None)] * 3, method="highs")
+            if result.status == 0 and result.fun < 0:
+                out[i] = result.x
+    return out
+
+
 def non_associativity(points, twists_r, valid, scale):
     """How far each recorded wrench is from the maximum-dissipation point of its own hull for its
     own twist: |w_ij − w*_ij| / max_j |w_ij| in the scaled wrench space (0 for associated data).
