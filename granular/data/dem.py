@@ -9,7 +9,10 @@ above the surface straight down to θ_des − 0.8·t_total·v_des, moves it
 kinematically at v_des for t_total and records its pose and the force and
 torque the grains exert on it. Held-out validation runs (:func:`acquire_paths`)
 drive the foot instead along prescribed piecewise-linear paths, in beds of
-other seeds.
+other seeds. A bed may be periodic in x and y (``Bed.periodic``) and softer than
+the paper's beads (``Bed.young``); several runs may share one YADE process
+(:func:`run_batch`). What each of these does to the wrench is measured by
+:mod:`granular.data.dem_study` (data/README.md).
 
 The world is YADE's x (forward), z (up); the plane of the paper is x–z and
 the foot's tilt turns about −y (counter-clockwise as drawn, frames.py).
