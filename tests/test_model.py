@@ -167,14 +167,14 @@ def test_model_file_rejections(sand_model, tmp_path):
         wm.load(wd.write(sand_model.dataset, tmp_path / "d.h5"))
 
 
-def test_clamping_warns_once_and_uses_the_edge(sand, caplog):
+def test_outside_the_data_warns_once_scales_in_depth_and_clamps_tilt(sand, caplog):
     model = wm.fit(sand)
     with caplog.at_level(logging.WARNING, logger="granular"):
         deep = model.points([[-0.5, 0.0], [model.d_min, 0.0]])
         tilted = model.points([[-0.05, 1.56], [-0.05, 1.5]])
-    clamped = [r for r in caplog.records if "clamped to its edge" in r.getMessage()]
-    assert len(clamped) == 1 and clamped[0].levelno == logging.WARNING
-    np.testing.assert_allclose(deep[0], deep[1])
+    said = [r for r in caplog.records if "outside the 'sand' data" in r.getMessage()]
+    assert len(said) == 1 and said[0].levelno == logging.WARNING
+    np.testing.assert_allclose(deep[0], deep[1] * (-0.5 / model.d_min))
     np.testing.assert_allclose(tilted[0], tilted[1])
 
 
