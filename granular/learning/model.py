@@ -161,7 +161,7 @@ class WrenchSpaceModel:
         which would let a foot loaded beyond the data's largest resistance sink without limit.
         """
         d = np.asarray(thetas, dtype=float).reshape(-1, 2)[:, 0]
-        return np.maximum(1.0, d / self.d_min)
+        return np.maximum(1.0, d / self.d_min) if (d < self.d_min).any() else np.ones(len(d))
 
     def outside(self, thetas):
         """Per configuration in contact: True where θ lies outside the data's range (extrapolated)."""

@@ -92,6 +92,7 @@ def step(model: SimModel, state: State, u, solver, index: int = 0):
     M, k = mb.dynamics(state.q, state.v, body_frames)
     on = np.flatnonzero(frames.active)
     every = len(on) == len(model.contacts)  # the common case: no copies to select feet
+    grains = model.feet.grain_mass.any()
     wrench = np.zeros((len(model.contacts), 3))
     slipping = np.zeros(len(model.contacts), dtype=bool)
     A, b, rows = wrench_spaces(model, frames.theta if every else frames.theta[on])
@@ -105,12 +106,13 @@ def step(model: SimModel, state: State, u, solver, index: int = 0):
         slipping[on] = qp.slack_max(c) >= -1e-6 * max(qp.ub.max(), 1e-12)
         if model.contact_law == "data-flow":
             c = _data_flow(model, qp, c, slipping[on], frames.theta[on], on, solver)
-        if qp.Mg.any() and c @ (qp.Jt @ qp.velocity(c)) > WORK_TOLERANCE:
+        v_next = qp.velocity(c)
+        if grains and c @ (qp.Jt @ v_next) > WORK_TOLERANCE:
             # The grain term (the paper's M_g) lets the QP's impulses do work on the bodies where a
             # foot leaves its data; without it the contact provably dissipates (contact/qp.py).
             c = _solve(solver, replace(qp, Mg=np.zeros_like(qp.Mg)), model, frames, on, state, index)
+            v_next = qp.velocity(c)
         wrench[on] = c.reshape(-1, 3) / h
-        v_next = qp.velocity(c)
     else:
         v_next = qp.v_free
     info = StepInfo(frames.theta, frames.active, wrench, slipping, frames.p_center)
