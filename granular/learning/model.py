@@ -21,7 +21,7 @@ import numpy as np
 
 from granular.data import dataset as wd
 from granular.wrench import polytopes as wrenchspace
-from granular.wrench.flow import DirectionMap, scaled_directions
+from granular.wrench.flow import DirectionMap
 from granular.errors import GranularError
 from granular.frames import MIRROR
 from granular.io.h5io import atomic_h5, attr, read_h5
@@ -202,8 +202,8 @@ class WrenchSpaceModel:
     def flow(self, thetas, twists):
         """The data's wrench (k, 3) in F_r for twists (k, 3) of p_center in F_c: the recorded
         direction → wrench map interpolated between the sampled directions; zero at rest or out of contact."""
-        u = scaled_directions(np.asarray(twists, dtype=float).reshape(-1, 3), self.dataset.velocity_scale)
-        return self.direction_map.wrenches(self.points(thetas), u)
+        x = np.asarray(twists, dtype=float).reshape(-1, 3) / self.dataset.velocity_scale
+        return self.direction_map.wrenches(self.points(thetas), x)
 
     def halfspaces(self, thetas):
         """Exact W(θ) for each configuration: a list of (A, b) with A w ≤ b, unit rows, b ≥ 0."""

@@ -126,10 +126,3 @@ def non_associativity(points, twists_r, valid, scale):
         best = dissipating(np.broadcast_to(w, (len(v),) + w.shape), v * scale)
         out.append(np.linalg.norm(w - best, axis=1) / size)
     return np.concatenate(out) if out else np.zeros(0)
-
-
-def scaled_directions(twists, velocity_scale):
-    """Twists (k, 3) of p_center in the data's velocity-scaled space, normalised (zero stays zero)."""
-    u = np.asarray(twists, dtype=float) / np.asarray(velocity_scale, dtype=float)
-    norm = np.linalg.norm(u, axis=-1, keepdims=True)
-    return np.divide(u, norm, out=np.zeros_like(u), where=norm > 0)
