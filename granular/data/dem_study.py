@@ -249,7 +249,7 @@ def report(rows) -> str:
                      f"{np.mean(cpus) if cpus else float('nan'):.1f} | {ov:.3f} |")
     ch = changes(rows)
     lines += ["", "| variant vs reference | " + " | ".join(f"{c} {d}" for c in CONFIGS for d in DIRECTIONS)
-              + " | mean | mean (window) | \|F\| bias ± s.e. |", "|---|" + "---|" * (len(CONFIGS) * len(DIRECTIONS) + 3)]
+              + " | mean | mean (window) | \\|F\\| bias ± s.e. |", "|---|" + "---|" * (len(CONFIGS) * len(DIRECTIONS) + 3)]
     for name in seen:
         cells = {(c["config"], c["direction"]): c for c in ch if c["variant"] == name}
         if not cells:
