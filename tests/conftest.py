@@ -1,4 +1,6 @@
 import os
+import signal
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -35,6 +37,20 @@ def checkout_untouched():
     after = _snapshot()
     changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
     assert not changed, f"the tests wrote into the checkout: {changed[:20]}"
+
+
+def run_group(cmd, timeout):
+    """subprocess.run(cmd, capture_output=True, text=True) in a session of its own, so that a timeout
+    ends the whole process group (a `granular acquire` and the YADE processes it started) instead
+    of leaving its children running."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 @pytest.fixture(scope="session")

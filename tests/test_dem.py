@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import run_group
 
 needs_yade = pytest.mark.skipif(shutil.which("yade") is None,
                                 reason="YADE is not installed (tests/setup.sh installs it: apt-get install yade)")
@@ -70,7 +71,7 @@ def test_tiny_dem_acquisition_on_a_dask_cluster(tmp_path):
         (runs / f"{p['name']}.csv").write_text("t,x\n")
         (runs / f"{p['name']}.json").write_text("{}")
         (runs / f"{p['name']}.params.json").write_text(json.dumps(p))
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
+    proc = run_group(cmd, timeout=1200)
     assert proc.returncode == 0, proc.stderr[-3000:]
     from granular.data import dataset
 
@@ -83,7 +84,7 @@ def test_tiny_dem_acquisition_on_a_dask_cluster(tmp_path):
     assert "skipped" in proc.stderr
     assert json.loads((runs / "bed.yade.gz.json").read_text())["spheres"] > 0
     # resumable: a second call redoes nothing
-    again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    again = run_group(cmd, timeout=600)
     assert again.returncode == 0 and "26 runs, 26 already done" in again.stderr
 
 

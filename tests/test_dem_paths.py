@@ -9,6 +9,7 @@ import pytest
 from granular.data import dem
 from granular.errors import GranularError
 from granular.foot import Foot
+from conftest import run_group
 
 needs_yade = pytest.mark.skipif(shutil.which("yade") is None,
                                 reason="YADE is not installed (tests/setup.sh installs it: apt-get install yade)")
@@ -109,14 +110,13 @@ def test_tiny_prescribed_path_run_end_to_end(tmp_path):
 @pytest.mark.slow
 @needs_yade
 def test_acquire_dem_paths_on_the_command_line_is_resumable(tmp_path):
-    import subprocess
     import sys
 
     out = tmp_path / "validation"
     cmd = [sys.executable, "-m", "granular", "acquire", "dem-paths", "--out", str(out), "--paths", "rotate",
            "--seeds", "1", "--particles", "600", "--box", "0.3", "0.14", "0.3", "--young", "1e7",
            "--workers", "1", "--threads", "1"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
+    proc = run_group(cmd, timeout=1200)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert sorted(p.name for p in out.iterdir()) == ["rotate_s1.csv", "rotate_s1.json"]
     side = json.loads((out / "rotate_s1.json").read_text())
@@ -126,5 +126,5 @@ def test_acquire_dem_paths_on_the_command_line_is_resumable(tmp_path):
     assert rec[rec[:, 2] < -0.02, 5].mean() > 0, "3 cm deep, the beads hold the foot up"
     raw = tmp_path / "validation_runs" / "s1" / "rotate_s1.csv"
     mtime = raw.stat().st_mtime_ns
-    again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    again = run_group(cmd, timeout=600)
     assert again.returncode == 0 and raw.stat().st_mtime_ns == mtime, "resumed: nothing redone"
