@@ -57,12 +57,13 @@ class Restricted:
 
 def subproblem(qp: ContactQP, keep, held):
     """The paper-form QP of the feet ``keep`` (bool per foot) with the other feet's impulses
-    ``held`` (3N,) added to the applied impulse."""
+    ``held`` (3N,) added to the applied impulse; every foot's dragged grains stay in the objective,
+    as in the reduced form's P."""
     rows3 = np.repeat(keep, 3)
     block = np.repeat(keep, np.diff(qp.rows))
     counts = np.diff(qp.rows)[keep]
     return ContactQP(M=qp.M, v=qp.v, impulse=qp.impulse + qp.Jt[~rows3].T @ held[~rows3],
-                     Jt=qp.Jt[rows3], Jp=qp.Jp[rows3], Mg=qp.Mg[rows3], A=qp.A[block][:, rows3], ub=qp.ub[block],
+                     Jt=qp.Jt[rows3], Jp=qp.Jp, Mg=qp.Mg, A=qp.A[block][:, rows3], ub=qp.ub[block],
                      rows=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64))
 
 

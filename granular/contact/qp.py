@@ -123,7 +123,7 @@ class CvxpySolver:
         n, nc = len(qp.v), qp.Jt.shape[0]
         v_next, c = cp.Variable(n), cp.Variable(nc)
         grains = sum(cp.quad_form(qp.Jp[3 * i:3 * i + 3] @ v_next, np.diag(qp.Mg[3 * i:3 * i + 3]))
-                     for i in range(nc // 3))
+                     for i in range(len(qp.Mg) // 3))
         objective = cp.quad_form(v_next, cp.psd_wrap(qp.M)) + grains
         constraints = [qp.M @ (v_next - qp.v) == qp.Jt.T @ c + qp.impulse]
         constraints += [qp.A @ c <= qp.ub]
