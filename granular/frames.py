@@ -59,3 +59,18 @@ def point_velocity(twist, r):
     r = np.asarray(r, dtype=float)
     omega = twist[..., 2:3]
     return twist[..., :2] + omega * np.stack([-r[..., 1], r[..., 0]], axis=-1)
+
+
+def twist_at(twist, r):
+    """The same planar twist (v_x, v_z, ω) seen at a point offset ``r`` (…, 2) from where it is given:
+    (v + ω × r, ω)."""
+    twist = np.asarray(twist, dtype=float)
+    return np.concatenate([point_velocity(twist, r), twist[..., 2:]], axis=-1)
+
+
+def twist_transfer(r):
+    """T (…, 3, 3) with twist_at(v, r) = T v: the linear form of :func:`twist_at`."""
+    r = np.asarray(r, dtype=float)
+    T = np.zeros(r.shape[:-1] + (3, 3)) + np.eye(3)
+    T[..., 0, 2], T[..., 1, 2] = -r[..., 1], r[..., 0]
+    return T

@@ -7,7 +7,8 @@ import pytest
 
 from granular.data.sampling import mirror_permutation, sphere_directions
 from granular.data.synth import synthesize
-from granular.frames import MIRROR
+from granular.contact.flow import twist_map
+from granular.frames import MIRROR, foot_axis, twist_at, twist_transfer
 from granular.learning import model as wm
 from granular.learning.catalog import load_model
 from granular.scenarios import scenario as scenarios
@@ -15,6 +16,19 @@ from granular.scenarios import validation
 from granular.wrench.flow import DirectionMap, interpolate
 
 VALIDATION = Path(__file__).resolve().parent.parent / "data" / "validation"
+
+
+def test_twist_transfer_is_rigid_motion_and_the_compiled_map_agrees():
+    rng = np.random.default_rng(3)
+    twist, r = rng.normal(size=(20, 3)), rng.normal(size=(20, 2))
+    moved = twist_at(twist, r)
+    # every point of a rigid body has the same velocity component along the segment joining them
+    np.testing.assert_allclose(np.einsum("ij,ij->i", moved[:, :2], r), np.einsum("ij,ij->i", twist[:, :2], r))
+    np.testing.assert_allclose(twist_at(moved, -r), twist)
+    np.testing.assert_allclose(np.einsum("kij,kj->ki", twist_transfer(r), twist), moved)
+    phi, offset, scale = rng.uniform(-1.5, 1.5, 20), rng.uniform(0.05, 0.3, 20), np.array([0.2, 0.2, 0.6])
+    arm = -offset[:, None] * foot_axis(phi)
+    np.testing.assert_allclose(twist_map(phi, offset, scale), twist_transfer(arm) / scale[:, None], atol=1e-12)
 
 
 @pytest.mark.parametrize("m", [26, 58])

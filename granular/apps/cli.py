@@ -319,7 +319,10 @@ def cmd_sim(args):
 
     def human(s):
         _say(f"{s['scenario']} on {s['medium']}: {s['steps']} steps of {s['dt']} s in {s['wall_time_s']:.2f} s "
-             f"({s['solver']}, {s['representation']} polytopes)")
+             f"({s['solver']}, {s['representation']} polytopes, {s['contact']} contact)")
+        if s["law_fallback_steps"]:
+            _say(f"  data-flow found no dissipative answer on {s['law_fallback_steps']} steps; they kept "
+                 "max-dissipation's")
         for name, b in s["bodies"].items():
             i, f = b["initial"], b["final"]
             _say(f"  {name}: x {i['x']:+.4f} → {f['x']:+.4f} m, z {i['z']:+.4f} → {f['z']:+.4f} m, "

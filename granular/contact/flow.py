@@ -82,7 +82,8 @@ def _sticking_solver(qp: ContactQP, sticky, solver):
 @njit(cache=True)
 def twist_map(phi, r_offset, velocity_scale):
     """G (k, 3, 3): a foot's twist at p_r (F_c axes) → its twist at p_center in the data's
-    velocity-scaled space, x = diag(1/S) (v_r + ω × (p_center − p_r)), p_center − p_r = −r a(φ)."""
+    velocity-scaled space, x = diag(1/S) T v_r, T = :func:`granular.frames.twist_transfer` to
+    p_center − p_r = −r a(φ); written out so that the step stays compiled (a test compares)."""
     G = np.zeros((len(phi), 3, 3))
     for f in range(len(phi)):
         arm_x, arm_z = r_offset[f] * np.sin(phi[f]), -r_offset[f] * np.cos(phi[f])
@@ -101,7 +102,7 @@ def data_flow(qp: ContactQP, c, sliding, Q, G, U, solver, h: float):
     (:class:`~granular.wrench.flow.DirectionMap`) and ``G`` (k, 3, 3) their :func:`twist_map`.
     The sliding feet's twists solve v = a + h D flow(v) by Newton's method (a: their twists without
     their own impulses), alternating with the sticking feet's QP. Returns ``c`` unchanged when no
-    foot slides or when no dissipative solution is found (the step keeps max-dissipation).
+    foot slides, and None when no dissipative solution is found (the caller keeps max-dissipation).
     """
     if not sliding.any():
         return c
@@ -118,7 +119,7 @@ def data_flow(qp: ContactQP, c, sliding, Q, G, U, solver, h: float):
         a = v_free + JB[:, ~slide3] @ current[~slide3]
         v, wrench, ok = newton(v, a, hD, Q, G, U)
         if not ok:
-            return c
+            return None
         new = current.copy()
         new[slide3] = h * wrench
         if stick is None:
@@ -131,7 +132,7 @@ def data_flow(qp: ContactQP, c, sliding, Q, G, U, solver, h: float):
             break
     twist = (v_free + JB @ current).reshape(-1, 3)
     dissipative = np.einsum("ij,ij->i", current[slide3].reshape(-1, 3), twist) <= 0.0
-    return current if dissipative.all() else c
+    return current if dissipative.all() else None
 
 
 @njit(cache=True)

@@ -19,7 +19,7 @@ from tqdm import tqdm
 
 from granular.data import dataset as wd
 from granular.learning import model as wm
-from granular.frames import foot_axis, point_velocity
+from granular.frames import foot_axis, twist_at
 from granular.wrench import polytopes as wrenchspace
 from granular.wrench.flow import non_associativity
 from granular.errors import GranularError
@@ -77,7 +77,7 @@ def flow_mismatch_table(ds: wd.WrenchDataset) -> dict:
     phi = ds.configs[below, 1]
     twists = np.broadcast_to(ds.directions * ds.velocity_scale, (len(phi),) + ds.directions.shape)
     arm = ds.foot.r_offset * foot_axis(phi)[:, None, :]  # p_r − p_center
-    twist_r = np.concatenate([point_velocity(twists, arm), twists[..., 2:]], axis=-1)
+    twist_r = twist_at(twists, arm)
     w = np.where(ds.valid[below][..., None], ds.wrenches[below], 0.0)
     f, t = np.abs(w[..., :2]).max(), np.abs(w[..., 2]).max()
     scale = np.array([f or 1.0, f or 1.0, t or f or 1.0])

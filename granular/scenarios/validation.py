@@ -26,14 +26,7 @@ from granular.contact.flow import DEFAULT_LAW, LAWS
 from granular.errors import GranularError
 from granular.wrench.flow import dissipating, dissipating_polytope
 from granular.foot import Foot
-from granular.frames import foot_axis
-
-
-def twist_at_reference(pose, twist, foot: Foot):
-    """Twist of p_r: v_r = v_c + ω × (p_r − p_c)."""
-    arm = foot.r_offset * foot_axis(pose[:, 2])
-    omega = twist[:, 2:3]
-    return np.column_stack([twist[:, :2] + omega * np.column_stack([-arm[:, 1], arm[:, 0]]), twist[:, 2]])
+from granular.frames import foot_axis, twist_at
 
 
 def replay(model, traj: Trajectory, law: str = DEFAULT_LAW, representation: str = "exact") -> np.ndarray:
@@ -46,7 +39,7 @@ def replay(model, traj: Trajectory, law: str = DEFAULT_LAW, representation: str 
         return model.flow(theta, traj.twist)
     if law != "max-dissipation":
         raise GranularError(f"unknown contact law {law!r}; choose one of {', '.join(LAWS)}")
-    twist_r = twist_at_reference(traj.pose, traj.twist, model.dataset.foot)
+    twist_r = twist_at(traj.twist, model.dataset.foot.r_offset * foot_axis(traj.pose[:, 2]))  # at p_r
     if representation == "fixed":
         A = model.fixed_normals(32)
         return dissipating_polytope(A, model.offsets(A, theta), twist_r)

@@ -92,7 +92,7 @@ class Recorder:
                        wrench=np.zeros((steps, N, 3)), slipping=np.zeros((steps, N), bool),
                        p_center=np.zeros((steps, N, 2)),
                        meta={"solver": sim.solver.name, "representation": sim.model.representation,
-                             "contact": sim.model.contact_law,
+                             "contact": sim.model.contact_law, "law_fallback_steps": 0,
                              "dt": sim.model.dt})
         self._row(0, sim.state)
         self.first = sim.steps
@@ -109,6 +109,7 @@ class Recorder:
         r, info = self.run, sim.info
         r.theta[i - 1], r.active[i - 1], r.wrench[i - 1] = info.theta, info.active, info.wrench
         r.slipping[i - 1], r.p_center[i - 1] = info.slipping, info.p_center
+        r.meta["law_fallback_steps"] += info.fallback
         r.wall_time_s = time.perf_counter() - self._start
 
 

@@ -62,13 +62,15 @@ class State:
 
 @dataclass
 class StepInfo:
-    """Per foot: θ, in contact, wrench (f_x, f_z, τ) in F_r (N, N·m), slipping (on ∂W), p_center."""
+    """Per foot: θ, in contact, wrench (f_x, f_z, τ) in F_r (N, N·m), slipping (on ∂W), p_center;
+    ``fallback``: the data-flow law found no dissipative answer and the step kept max-dissipation's."""
 
     theta: np.ndarray
     active: np.ndarray
     wrench: np.ndarray
     slipping: np.ndarray
     p_center: np.ndarray
+    fallback: bool = False
 
 
 def wrench_spaces(model: SimModel, theta):
@@ -101,26 +103,35 @@ def step(model: SimModel, state: State, u, solver, index: int = 0):
                    Jp=(frames.Jp if every else frames.Jp[on]).reshape(-1, mb.ndof),
                    Mg=model.feet.grain_mass.ravel() if every else model.feet.grain_mass[on].ravel(),
                    A=A, ub=h * b, rows=rows)
+    fallback = False
     if len(on):
         c = _solve(solver, qp, model, frames, on, state, index)
+        if grains and _work(qp, c) > WORK_TOLERANCE:
+            # With the grain term (the paper's M_g) the impulses minimise the energy of bodies and
+            # grains together, so they can do positive work on the bodies alone (e.g. where W(θ)
+            # changes fast with θ); without it the contact provably dissipates (contact/qp.py).
+            qp = replace(qp, Mg=np.zeros_like(qp.Mg))
+            c = _solve(solver, qp, model, frames, on, state, index)
         slipping[on] = qp.slack_max(c) >= -1e-6 * max(qp.ub.max(), 1e-12)
         if model.contact_law == "data-flow":
-            c = _data_flow(model, qp, c, slipping[on], frames.theta[on], on, solver)
+            flow = _data_flow(model, qp, c, slipping[on], frames.theta[on], on, solver)
+            fallback = flow is None or (grains and _work(qp, flow) > WORK_TOLERANCE)
+            c = c if fallback else flow
         v_next = qp.velocity(c)
-        if grains and c @ (qp.Jt @ v_next) > WORK_TOLERANCE:
-            # The grain term (the paper's M_g) lets the QP's impulses do work on the bodies where a
-            # foot leaves its data; without it the contact provably dissipates (contact/qp.py).
-            c = _solve(solver, replace(qp, Mg=np.zeros_like(qp.Mg)), model, frames, on, state, index)
-            v_next = qp.velocity(c)
         wrench[on] = c.reshape(-1, 3) / h
     else:
         v_next = qp.v_free
-    info = StepInfo(frames.theta, frames.active, wrench, slipping, frames.p_center)
+    info = StepInfo(frames.theta, frames.active, wrench, slipping, frames.p_center, fallback)
     return State(state.t + h, state.q + h * v_next, v_next), info
 
 
+def _work(qp, c) -> float:
+    """Work (J) the impulses ``c`` do on the bodies at the velocity they produce."""
+    return float(c @ (qp.Jt @ qp.velocity(c)))
+
+
 def _data_flow(model: SimModel, qp, c, sliding, theta, on, solver):
-    """The data-flow law's impulses. Only feet tilted within the data follow the data's flow rule;
+    """The data-flow law's impulses, or None if it finds no dissipative answer. Only feet tilted within the data follow the data's flow rule;
     past the data's tilts there is no recorded direction → wrench map to follow, and those feet keep
     max-dissipation (their impulses are solved with the sticking feet's)."""
     wm = model.wrenches
