@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from granular.contact.compliant import LAWS as COMPLIANT_LAWS
 from granular.errors import GranularError
 
 
@@ -466,6 +467,8 @@ def cmd_bench(args):
         if args.plot:
             rows = {k.split(", ")[1]: v for k, v in results["scaling"].items()}
             plots.scaling({"daqp/fixed": rows}, args.plot)
+    if args.compliant:
+        results["compliant_largest_stable_step"] = bench.compliant()
     _emit(results, args.json, bench.print_table)
 
 
@@ -522,8 +525,9 @@ def build_parser():
     r.add_argument("--dt", type=_number(1e-5, 0.05), help="time step (s), 1e-5 to 0.05")
     r.add_argument("--solver", choices=["daqp", "quadprog", "osqp", "cvxpy"], help="contact QP solver (default: daqp)")
     r.add_argument("--representation", choices=["fixed", "exact"], help="polytope representation of W(θ)")
-    r.add_argument("--contact", choices=["max-dissipation", "data-flow"],
-                   help="contact law: the hull's maximum dissipation (paper) or the data's own flow rule")
+    r.add_argument("--contact", choices=["max-dissipation", "data-flow", *COMPLIANT_LAWS],
+                   help="contact law: the hull's maximum dissipation (paper), the data's own flow rule, or a "
+                        "compliant (penalty) law fitted to the medium's data; compliant laws need small --dt")
     r.add_argument("--out", help="run file to write (.h5)")
     r.add_argument("--plot", help="directory for the figures")
     r.add_argument("--video", help="render the run to a video (.gif, or .mp4 with ffmpeg)")
@@ -590,8 +594,9 @@ def build_parser():
     c.add_argument("--sim", help="also simulate: this single-foot scenario's foot PID-tracks each run's path "
                                  "(paper Figs. 7-8), e.g. foot-track-straight")
     c.add_argument("--mapping", help="TOML mapping of your column names, units, sign and bag topics (as for ingest)")
-    c.add_argument("--contact", choices=["max-dissipation", "data-flow"], default="max-dissipation",
-                   help="contact law of the model's wrench, in replay and --sim (default: max-dissipation)")
+    c.add_argument("--contact", choices=["max-dissipation", "data-flow", *COMPLIANT_LAWS], default="max-dissipation",
+                   help="contact law of the model's wrench, in replay and --sim (default: max-dissipation); a "
+                        "compliant law is fitted to the model's dataset")
     c.add_argument("--representation", choices=["exact", "fixed"], default="exact",
                    help="max-dissipation replay in the exact hull or the simulator's fixed-normal polytope")
     c.add_argument("--cutoff", type=_number(0, 1e6, low_open=True), default=50.0, help="low-pass cutoff (Hz)")
@@ -612,6 +617,8 @@ def build_parser():
     b.add_argument("--json", action="store_true")
     b.add_argument("--quick", action="store_true", help="fewer repetitions")
     b.add_argument("--scaling", action="store_true", help="also time scenes of 1, 4, 16 and 64 legged contacts")
+    b.add_argument("--compliant", action="store_true",
+                   help="also find each compliant law's largest stable time step (drop-upright; a few minutes)")
     b.add_argument("--plot", help="with --scaling: write the scaling figure (.png)")
     b.set_defaults(func=cmd_bench)
     return p

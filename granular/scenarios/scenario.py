@@ -124,7 +124,8 @@ class ScenarioFile(Schema):
     solver: Literal["daqp", "quadprog", "osqp", "cvxpy"] = "daqp"
     representation: Literal["fixed", "exact"] = "fixed"
     normals: Annotated[int, Meta(ge=8, le=256)] = 32
-    contact: Literal["max-dissipation", "data-flow"] = DEFAULT_LAW
+    contact: Literal["max-dissipation", "data-flow", "hertz", "kelvin-voigt", "hunt-crossley",
+                     "lankarani-nikravesh", "flores"] = DEFAULT_LAW
     description: str = ""
     terrain: Flat | Slope | Profile = Flat()
     initial: Initial = Initial()

@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from granular.data.trajectory import COMPONENTS, DEPTH, Trajectory, read  # noqa: F401 (the CLI calls validation.read)
+from granular.contact import compliant
 from granular.contact.flow import DEFAULT_LAW, LAWS
 from granular.errors import GranularError
 from granular.wrench.flow import dissipating, dissipating_polytope
@@ -33,13 +34,17 @@ def replay(model, traj: Trajectory, law: str = DEFAULT_LAW, representation: str 
     """The model's wrench along the trajectory (kinematic replay), in F_r, under contact ``law``:
     'max-dissipation' (the point of W(θ) with the least power, the paper's eq. 2, in the
     ``representation`` 'exact' (the hull) or 'fixed' (the simulator's fixed-normal polytope)) or
-    'data-flow' (the data's own direction → wrench map, :mod:`granular.wrench.flow`)."""
+    'data-flow' (the data's own direction → wrench map, :mod:`granular.wrench.flow`), or a compliant
+    law (:mod:`granular.contact.compliant`) fitted to the model's dataset."""
     theta = traj.pose[:, 1:]
     if law == "data-flow":
         return model.flow(theta, traj.twist)
-    if law != "max-dissipation":
-        raise GranularError(f"unknown contact law {law!r}; choose one of {', '.join(LAWS)}")
     twist_r = twist_at(traj.twist, model.dataset.foot.r_offset * foot_axis(traj.pose[:, 2]))  # at p_r
+    if law in compliant.LAWS:
+        return compliant.wrench(compliant.fit(law, model.dataset), theta, twist_r,
+                                np.full(len(theta), model.dataset.foot.r_offset))
+    if law != "max-dissipation":
+        raise GranularError(f"unknown contact law {law!r}; choose one of {', '.join(LAWS + compliant.LAWS)}")
     if representation == "fixed":
         A = model.fixed_normals(32)
         return dissipating_polytope(A, model.offsets(A, theta), twist_r)

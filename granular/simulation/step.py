@@ -13,7 +13,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from granular.contact.detection import ContactFrames, Feet, detect
-from granular.contact.flow import DEFAULT_LAW, LAWS, data_flow, twist_map
+from granular.contact import compliant
+from granular.contact.flow import DEFAULT_LAW, LAWS as QP_LAWS, data_flow, twist_map
 from granular.contact.qp import ContactQP, SolverError, stack_blocks
 from granular.errors import GranularError
 from granular.learning.model import WrenchSpaceModel
@@ -21,6 +22,8 @@ from granular.dynamics.multibody import MultiBody
 from granular.dynamics.terrain import Terrain
 
 REPRESENTATIONS = ("exact", "fixed")
+#: The QP's laws (the learned W(θ)) and the compliant ones (closed-form penalty forces).
+LAWS = QP_LAWS + compliant.LAWS
 #: Work (J) the contact impulses may do on the bodies in one step before the grain term is dropped.
 WORK_TOLERANCE = 1e-10
 
@@ -37,6 +40,8 @@ class SimModel:
     representation: str = "fixed"
     normals: int = 32
     contact_law: str = DEFAULT_LAW
+    #: parameters of a compliant law; default: fitted to the medium's dataset (contact/compliant.py)
+    compliant: compliant.Compliant | None = None
     A_fixed: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self):
@@ -47,6 +52,8 @@ class SimModel:
                                 f"choose {' or '.join(REPRESENTATIONS)}")
         if self.contact_law not in LAWS:
             raise GranularError(f"unknown contact law {self.contact_law!r}; choose one of {', '.join(LAWS)}")
+        if self.contact_law in compliant.LAWS and self.compliant is None:
+            object.__setattr__(self, "compliant", compliant.fit(self.contact_law, self.wrenches.dataset))
         if self.representation == "fixed" and self.A_fixed is None:
             object.__setattr__(self, "A_fixed", self.wrenches.fixed_normals(self.normals))
         object.__setattr__(self, "feet", Feet(tuple(self.contacts)))
@@ -97,14 +104,23 @@ def step(model: SimModel, state: State, u, solver, index: int = 0):
     grains = model.feet.grain_mass.any()
     wrench = np.zeros((len(model.contacts), 3))
     slipping = np.zeros(len(model.contacts), dtype=bool)
-    A, b, rows = wrench_spaces(model, frames.theta if every else frames.theta[on])
+    if model.compliant is None:
+        A, b, rows = wrench_spaces(model, frames.theta if every else frames.theta[on])
+    else:  # no wrench space: the penalty force is a function of the state
+        A, b, rows = np.zeros((0, 3 * len(on))), np.zeros(0), np.zeros(1, dtype=int)
     qp = ContactQP(M=M, v=state.v, impulse=h * (k + u),
                    Jt=(frames.Jt if every else frames.Jt[on]).reshape(-1, mb.ndof),
                    Jp=(frames.Jp if every else frames.Jp[on]).reshape(-1, mb.ndof),
                    Mg=model.feet.grain_mass.ravel() if every else model.feet.grain_mass[on].ravel(),
                    A=A, ub=h * b, rows=rows)
     fallback = False
-    if len(on):
+    if len(on) and model.compliant is not None:
+        # penalty forces from the state at the start of the step (explicit: small steps, see bench)
+        twist = qp.Jt @ state.v
+        c = h * compliant.wrench(model.compliant, frames.theta[on], twist, model.feet.r_offset[on]).ravel()
+        v_next = qp.velocity(c)
+        wrench[on] = c.reshape(-1, 3) / h
+    elif len(on):
         c = _solve(solver, qp, model, frames, on, state, index)
         if grains and _work(qp, c) > WORK_TOLERANCE:
             # With the grain term (the paper's M_g) the impulses minimise the energy of bodies and
