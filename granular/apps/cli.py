@@ -93,6 +93,32 @@ def cmd_synth(args):
     _say(f"wrote {args.out}: {ds.n} configurations × {ds.m} directions ({args.source}, {name})")
 
 
+def cmd_wheel(args):
+    from granular.data import terramechanics, wheel
+
+    _check_outputs(args, files=("plot",), folders=())
+    w = wheel.Wheel(args.radius, args.width, args.load)
+    sweep = wheel.slip_sweep(w, terramechanics.soil(args.soil), args.slips, args.shear_modulus)
+    result = {"soil": args.soil, "radius_m": w.radius, "width_m": w.width, "load_n": w.load,
+              **{k: [float(x) for x in v] for k, v in sweep.items()}}
+    if args.plot:
+        from granular.apps import plots
+
+        result["figure"] = str(plots.wheel(sweep, args.plot, f"{args.soil}: r {w.radius} m, b {w.width} m, "
+                                                             f"load {w.load} N"))
+
+    def human(r):
+        _say(f"rigid wheel r {r['radius_m']} m, b {r['width_m']} m, load {r['load_n']} N on {r['soil']} "
+             "(Wong–Reece, Janosi–Hanamoto):")
+        _say("  slip  sinkage m  drawbar pull N  torque N·m  efficiency")
+        for row in zip(r["slip"], r["sinkage_m"], r["drawbar_pull_n"], r["torque_nm"], r["efficiency"]):
+            _say("  {:4.2f}  {:9.4f}  {:14.2f}  {:10.2f}  {:10.2f}".format(*row))
+        if "figure" in r:
+            _say(f"wrote {r['figure']}")
+
+    _emit(result, args.json, human)
+
+
 def _fixed_table(fixed):
     for K, kinds in fixed.items():
         row = "  ".join(f"{kind} max {v['max_rel_distance']:.3f} mean {v['mean_rel_distance']:.3f}"
@@ -612,6 +638,20 @@ def build_parser():
     v.add_argument("--port", type=_number(1, 65535, kind=int), default=8080, help="1 to 65535")
     v.add_argument("--no-browser", action="store_true", help="do not open a browser")
     v.set_defaults(func=cmd_view)
+
+    w = sub.add_parser("wheel", help="single-wheel test bed: sinkage, drawbar pull and torque against slip "
+                                     "(terramechanics reference)")
+    w.add_argument("--soil", default="dry-sand", help="Ding et al. Table 6 soil, e.g. dry-sand, lete-sand")
+    w.add_argument("--radius", type=_number(0, 10, low_open=True), default=0.15, help="wheel radius (m)")
+    w.add_argument("--width", type=_number(0, 10, low_open=True), default=0.10, help="wheel width (m)")
+    w.add_argument("--load", type=_number(0, 1e6, low_open=True), default=100.0, help="vertical load (N)")
+    w.add_argument("--slips", type=_floats(0.0, 0.99), default=[round(0.05 * i, 2) for i in range(17)],
+                   help="comma-separated slips in [0, 0.99] (default 0 to 0.8)")
+    w.add_argument("--shear-modulus", type=_number(0, 10, low_open=True), default=0.01,
+                   help="Janosi–Hanamoto K (m); Table 6 gives none")
+    w.add_argument("--plot", help="write the figure (.png)")
+    w.add_argument("--json", action="store_true")
+    w.set_defaults(func=cmd_wheel)
 
     b = sub.add_parser("bench", help="time the real code paths")
     b.add_argument("--json", action="store_true")

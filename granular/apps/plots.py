@@ -270,6 +270,22 @@ def scaling(results: dict, path, title="time per step against scene size"):
     return save(fig, path)
 
 
+def wheel(sweep: dict, path, title=""):
+    """The single-wheel test bed's curves against slip: drawbar pull and torque, sinkage."""
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
+    s = sweep["slip"]
+    a.plot(s, sweep["drawbar_pull_n"], "o-", label="drawbar pull (N)")
+    a.plot(s, sweep["torque_nm"], "s-", label="driving torque (N·m)")
+    a.axhline(0.0, color="0.6", lw=0.8)
+    a.set_xlabel("slip")
+    a.legend(fontsize=8)
+    b.plot(s, 1e3 * sweep["sinkage_m"], "o-")
+    b.set_xlabel("slip")
+    b.set_ylabel("sinkage (mm)")
+    fig.suptitle(title)
+    return save(fig, path)
+
+
 def video(run: dict, path, fps: int = 25, width: float = 2.0):
     """Render a run to an animated GIF (Pillow) or MP4 (needs ffmpeg), drawn like scene.png,
     the view following the first body."""
