@@ -1,10 +1,13 @@
 """Stepping the simulation: an immutable model, a small state, a step function.
 
 ``step(model, state, u, solver)`` detects contacts, predicts each foot's
-W(θ), solves the maximum-dissipation QP (:mod:`granular.contact.qp`) and
-integrates semi-implicitly: v⁺ from the QP, q⁺ = q + h v⁺. ``u`` is a
-generalized force (controllers compute it). The solver object carries only a
-warm-start workspace.
+W(θ), solves the maximum-dissipation QP (:mod:`granular.contact.qp`; with the
+data-flow law, :mod:`granular.contact.flow` then gives sliding feet the data's
+wrench) and integrates semi-implicitly: v⁺ from the QP, q⁺ = q + h v⁺. A
+compliant law (:mod:`granular.contact.compliant`) replaces W(θ) and the QP by
+penalty forces of the state at the start of the step. ``u`` is a generalized
+force (controllers compute it). The solver object carries only a warm-start
+workspace.
 """
 from __future__ import annotations
 
@@ -101,7 +104,6 @@ def step(model: SimModel, state: State, u, solver, index: int = 0):
     M, k = mb.dynamics(state.q, state.v, body_frames)
     on = np.flatnonzero(frames.active)
     every = len(on) == len(model.contacts)  # the common case: no copies to select feet
-    grains = model.feet.grain_mass.any()
     wrench = np.zeros((len(model.contacts), 3))
     slipping = np.zeros(len(model.contacts), dtype=bool)
     if model.compliant is None:
@@ -114,31 +116,37 @@ def step(model: SimModel, state: State, u, solver, index: int = 0):
                    Mg=model.feet.grain_mass.ravel() if every else model.feet.grain_mass[on].ravel(),
                    A=A, ub=h * b, rows=rows)
     fallback = False
-    if len(on) and model.compliant is not None:
-        # penalty forces from the state at the start of the step (explicit: small steps, see bench)
-        twist = qp.Jt @ state.v
-        c = h * compliant.wrench(model.compliant, frames.theta[on], twist, model.feet.r_offset[on]).ravel()
-        v_next = qp.velocity(c)
-        wrench[on] = c.reshape(-1, 3) / h
-    elif len(on):
-        c = _solve(solver, qp, model, frames, on, state, index)
-        if grains and _work(qp, c) > WORK_TOLERANCE:
-            # With the grain term (the paper's M_g) the impulses minimise the energy of bodies and
-            # grains together, so they can do positive work on the bodies alone (e.g. where W(θ)
-            # changes fast with θ); without it the contact provably dissipates (contact/qp.py).
-            qp = replace(qp, Mg=np.zeros_like(qp.Mg))
-            c = _solve(solver, qp, model, frames, on, state, index)
-        slipping[on] = qp.slack_max(c) >= -1e-6 * max(qp.ub.max(), 1e-12)
-        if model.contact_law == "data-flow":
-            flow = _data_flow(model, qp, c, slipping[on], frames.theta[on], on, solver)
-            fallback = flow is None or (grains and _work(qp, flow) > WORK_TOLERANCE)
-            c = c if fallback else flow
-        v_next = qp.velocity(c)
-        wrench[on] = c.reshape(-1, 3) / h
-    else:
+    if not len(on):
         v_next = qp.v_free
+    else:
+        if model.compliant is not None:
+            # penalty forces from the state at the start of the step (explicit: small steps, see bench)
+            c = h * compliant.wrench(model.compliant, frames.theta[on], qp.Jt @ state.v, model.feet.r_offset[on]).ravel()
+        else:
+            c, slipping[on], fallback = _learned(model, qp, frames, on, state, solver, index)
+        v_next = qp.velocity(c)
+        wrench[on] = c.reshape(-1, 3) / h
     info = StepInfo(frames.theta, frames.active, wrench, slipping, frames.p_center, fallback)
     return State(state.t + h, state.q + h * v_next, v_next), info
+
+
+def _learned(model: SimModel, qp, frames, on, state, solver, index):
+    """The impulses of the feet ``on`` in their learned W(θ), per the model's contact law: (c, which
+    feet slip, whether data-flow fell back to max-dissipation)."""
+    c = _solve(solver, qp, model, frames, on, state, index)
+    grains = model.feet.grain_mass.any()
+    if grains and _work(qp, c) > WORK_TOLERANCE:
+        # With the grain term (the paper's M_g) the impulses minimise the energy of bodies and
+        # grains together, so they can do positive work on the bodies alone (e.g. where W(θ)
+        # changes fast with θ); without it the contact provably dissipates (contact/qp.py).
+        qp = replace(qp, Mg=np.zeros_like(qp.Mg))
+        c = _solve(solver, qp, model, frames, on, state, index)
+    slipping = qp.slack_max(c) >= -1e-6 * max(qp.ub.max(), 1e-12)
+    if model.contact_law != "data-flow":
+        return c, slipping, False
+    flow = _data_flow(model, qp, c, slipping, frames.theta[on], on, solver)
+    fallback = flow is None or (grains and _work(qp, flow) > WORK_TOLERANCE)
+    return (c if fallback else flow), slipping, fallback
 
 
 def _work(qp, c) -> float:
@@ -147,8 +155,8 @@ def _work(qp, c) -> float:
 
 
 def _data_flow(model: SimModel, qp, c, sliding, theta, on, solver):
-    """The data-flow law's impulses, or None if it finds no dissipative answer. Only feet tilted within the data follow the data's flow rule;
-    past the data's tilts there is no recorded direction → wrench map to follow, and those feet keep
+    """The data-flow law's impulses, or None if it finds no dissipative answer. Only feet tilted
+    within the data follow the data's flow rule; past the data's tilts there is no recorded direction → wrench map to follow, and those feet keep
     max-dissipation (their impulses are solved with the sticking feet's)."""
     wm = model.wrenches
     sliding = sliding & (np.abs(theta[:, 1]) <= wm.phi_max)
