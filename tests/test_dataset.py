@@ -89,3 +89,24 @@ def test_failed_write_keeps_previous_file(sand, tmp_path):
         wd.write(bad, path)
     assert path.read_bytes() == before
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_merge_joins_grids_and_refuses_what_does_not_belong_together(tmp_path):
+    from granular.data.synth import synthesize
+
+    a = synthesize("rft", "sand", [-0.02, -0.04], [0.0, 0.5], 10)
+    b = synthesize("rft", "sand", [-0.06], [0.0, 0.5], 10)
+    both = synthesize("rft", "sand", [-0.02, -0.04, -0.06], [0.0, 0.5], 10)
+    merged = wd.merge([a, b])
+    order = np.lexsort(merged.configs.T)
+    ref = np.lexsort(both.configs.T)
+    np.testing.assert_allclose(merged.configs[order], both.configs[ref])
+    np.testing.assert_allclose(merged.wrenches[order], both.wrenches[ref])
+    wd.write(merged, tmp_path / "m.h5")
+    assert wd.read(tmp_path / "m.h5").n == both.n
+    with pytest.raises(GranularError, match="more than one input"):
+        wd.merge([a, a])
+    with pytest.raises(GranularError, match="medium"):
+        wd.merge([a, synthesize("rft", "pebbles", [-0.06], [0.0], 10)])
+    with pytest.raises(GranularError, match="directions"):
+        wd.merge([a, synthesize("rft", "sand", [-0.06], [0.0], 18)])

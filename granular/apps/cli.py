@@ -119,6 +119,16 @@ def cmd_wheel(args):
     _emit(result, args.json, human)
 
 
+def cmd_merge(args):
+    from granular.data import dataset as wd
+
+    _check_outputs(args, inputs=args.datasets)
+    parts = [wd.read(p) for p in args.datasets]
+    ds = wd.merge(parts, args.datasets)
+    wd.write(ds, args.out)
+    _say(f"wrote {args.out}: {ds.n} configurations × {ds.m} directions from {len(parts)} datasets ({ds.medium})")
+
+
 def _fixed_table(fixed):
     for K, kinds in fixed.items():
         row = "  ".join(f"{kind} max {v['max_rel_distance']:.3f} mean {v['mean_rel_distance']:.3f}"
@@ -260,8 +270,9 @@ def _dataset_summary(ds):
 
 
 def _print_summary(s):
+    width = max(map(len, s), default=0) + 2
     for key, value in s.items():
-        _say(f"  {key:<16}{value}")
+        _say(f"  {key:<{width}}{value}")
 
 
 def _inspect_dataset(args, ds):
@@ -522,6 +533,11 @@ def build_parser():
     s.add_argument("--foot-length", type=_number(0, 10, low_open=True), default=0.30, help="m")
     s.add_argument("--foot-r-offset", type=_number(-10, 10), default=0.25, help="p_r's distance above p_center (m)")
     s.set_defaults(func=cmd_synth)
+
+    mg = sub.add_parser("merge", help="join datasets of one medium and protocol (e.g. an extended grid)")
+    mg.add_argument("datasets", nargs="+", help="datasets (.h5) with the same directions, scale and foot")
+    mg.add_argument("--out", required=True, help="output dataset (.h5)")
+    mg.set_defaults(func=cmd_merge)
 
     t = sub.add_parser("train", help="train a wrench-space model from a dataset or a training job (.toml)")
     t.add_argument("source", help="dataset .h5, or a training job .toml")

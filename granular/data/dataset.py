@@ -7,6 +7,7 @@ one foot. ``write`` is atomic; ``read`` validates everything and raises a
 from __future__ import annotations
 
 import datetime as _dt
+import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -126,6 +127,47 @@ def validate(ds: WrenchDataset, where="dataset") -> WrenchDataset:
 #: No granular medium a foot can move through resists with more than this (N, or N·m): larger values
 #: are unit errors, and they would overflow the hull and QP arithmetic downstream.
 MAX_WRENCH = 1e8
+
+
+def merge(datasets, names=None) -> WrenchDataset:
+    """One dataset from several of one medium and protocol (e.g. a grid extended by a later
+    acquisition): the same medium, source, foot, directions and velocity scale, no configuration
+    twice. Per-sample provenance arrays that every input holds are concatenated; the inputs'
+    other provenance is kept per input, as JSON, under ``merged_from``."""
+    datasets = list(datasets)
+    names = [str(n) for n in (names or [f"dataset {i + 1}" for i in range(len(datasets))])]
+    if len(datasets) < 2:
+        raise GranularError("merging needs two datasets or more")
+    first = datasets[0]
+    for ds, name in zip(datasets[1:], names[1:]):
+        for what, same in (("medium", ds.medium == first.medium), ("source", ds.source == first.source),
+                           ("foot geometry", ds.foot == first.foot),
+                           ("directions", ds.directions.shape == first.directions.shape
+                            and np.allclose(ds.directions, first.directions, atol=1e-9)),
+                           ("velocity_scale", np.allclose(ds.velocity_scale, first.velocity_scale))):
+            if not same:
+                raise GranularError(f"{name}: its {what} differs from {names[0]}'s; only datasets of one "
+                                    "medium and protocol can be merged")
+    configs = np.concatenate([ds.configs for ds in datasets])
+    _, first_seen, counts = np.unique(configs, axis=0, return_index=True, return_counts=True)
+    if (counts > 1).any():
+        d, phi = configs[first_seen[np.argmax(counts > 1)]]
+        raise GranularError(f"configuration d = {d:g} m, φ = {phi:g} rad is in more than one input; "
+                            "merge takes each configuration once")
+    provenance = {}
+    for key, value in first.provenance.items():
+        parts = [ds.provenance.get(key) for ds in datasets]
+        if all(isinstance(v, np.ndarray) and v.ndim and len(v) == ds.n for v, ds in zip(parts, datasets)):
+            provenance[key] = np.concatenate(parts)
+    provenance["merged_from"] = json.dumps(
+        [{"input": name, "created": ds.created, "creator": ds.creator,
+          **{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in ds.provenance.items()
+             if k not in provenance}}
+         for ds, name in zip(datasets, names)], default=str)
+    return WrenchDataset(configs=configs, directions=first.directions, velocity_scale=first.velocity_scale,
+                         wrenches=np.concatenate([ds.wrenches for ds in datasets]),
+                         valid=np.concatenate([ds.valid for ds in datasets]),
+                         medium=first.medium, source=first.source, foot=first.foot, provenance=provenance)
 
 
 def write_group(g, ds: WrenchDataset):
