@@ -155,11 +155,8 @@ def test_data_flow_tracking_resists_like_its_data():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("medium", ["sand", "pebbles"])
+@pytest.mark.parametrize("medium", ["sand", "pebbles", "beads"])
 def test_no_scenario_sinks_a_foot_past_one_and_a_half_times_the_data(medium):
-    """Beads is left out: its DEM data stop at 0.06 m and saturate (0.48 kN at 0.03 m, 0.58 kN at
-    0.06 m), so the trotting robot's feet reach 2× the data even with W grown in proportion to depth
-    (torso stays at 0.89 m); deeper Beads data are issue 16's."""
     deepest = -load_model(medium).d_min
     for name in scenarios.names():
         summary = scenarios.summary(scenarios.run(scenarios.load(name).with_(medium=medium)))

@@ -94,9 +94,9 @@ def test_failed_write_keeps_previous_file(sand, tmp_path):
 def test_merge_joins_grids_and_refuses_what_does_not_belong_together(tmp_path):
     from granular.data.synth import synthesize
 
-    a = synthesize("rft", "sand", [-0.02, -0.04], [0.0, 0.5], 10)
-    b = synthesize("rft", "sand", [-0.06], [0.0, 0.5], 10)
-    both = synthesize("rft", "sand", [-0.02, -0.04, -0.06], [0.0, 0.5], 10)
+    a = synthesize("rft", "sand", [0.0, -0.02, -0.04], [0.0, 0.5], 10)
+    b = synthesize("rft", "sand", [0.0, -0.06], [0.0, 0.5], 10)  # the surface rows again: kept once
+    both = synthesize("rft", "sand", [0.0, -0.02, -0.04, -0.06], [0.0, 0.5], 10)
     merged = wd.merge([a, b])
     order = np.lexsort(merged.configs.T)
     ref = np.lexsort(both.configs.T)

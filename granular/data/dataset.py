@@ -65,8 +65,11 @@ class WrenchDataset:
         return len(self.directions)
 
     def subset(self, rows) -> "WrenchDataset":
-        """The dataset restricted to the configurations ``rows``."""
-        return replace(self, configs=self.configs[rows], wrenches=self.wrenches[rows], valid=self.valid[rows])
+        """The dataset restricted to the configurations ``rows`` (per-configuration provenance too)."""
+        prov = {k: v[rows] if isinstance(v, np.ndarray) and v.ndim and len(v) == self.n else v
+                for k, v in self.provenance.items()}
+        return replace(self, configs=self.configs[rows], wrenches=self.wrenches[rows], valid=self.valid[rows],
+                       provenance=prov)
 
 
 def validate(ds: WrenchDataset, where="dataset") -> WrenchDataset:
@@ -132,7 +135,7 @@ MAX_WRENCH = 1e8
 def merge(datasets, names=None) -> WrenchDataset:
     """One dataset from several of one medium and protocol (e.g. a grid extended by a later
     acquisition): the same medium, source, foot, directions and velocity scale, no configuration
-    twice. Per-sample provenance arrays that every input holds are concatenated; the inputs'
+    below the surface twice (the surface rows, d = 0, are kept once). Per-sample provenance arrays that every input holds are concatenated; the inputs'
     other provenance is kept per input, as JSON, under ``merged_from``."""
     datasets = list(datasets)
     names = [str(n) for n in (names or [f"dataset {i + 1}" for i in range(len(datasets))])]
@@ -148,6 +151,8 @@ def merge(datasets, names=None) -> WrenchDataset:
             if not same:
                 raise GranularError(f"{name}: its {what} differs from {names[0]}'s; only datasets of one "
                                     "medium and protocol can be merged")
+    # the surface rows (d = 0: zero wrenches, which every acquisition adds) are kept once
+    datasets = [datasets[0]] + [ds.subset(ds.configs[:, 0] < 0) for ds in datasets[1:]]
     configs = np.concatenate([ds.configs for ds in datasets])
     _, first_seen, counts = np.unique(configs, axis=0, return_index=True, return_counts=True)
     if (counts > 1).any():
