@@ -11,8 +11,8 @@ import os as _os
 
 __version__ = "0.1.0"
 
-# numba caches compiled kernels beside their source unless told otherwise; an installed package
-# must not be written to, so they go to the user cache (granular.io.resources.cache_dir).
+# Where kernels run just in time (granular/compiled.py), numba caches them beside their source unless
+# told otherwise; an installed package must not be written to, so they go to the user cache.
 if "NUMBA_CACHE_DIR" not in _os.environ:
     from granular.io.resources import cache_dir as _cache_dir
 

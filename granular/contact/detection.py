@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+from granular.compiled import kernel
 
 from granular.foot import Foot
 from granular.dynamics.multibody import _jacobians
@@ -74,7 +74,8 @@ def detect(mb, feet: Feet, terrain, frames) -> ContactFrames:
     return ContactFrames(theta, theta[:, 0] < 0, p_center, normal, Jt, Jp)
 
 
-@njit(cache=True)
+@kernel("f8[::1], f8[:, ::1], f8[:, ::1], i8[::1], f8[:, ::1], f8[:, ::1]",  # frames, chain, feet
+        "f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1]")  # terrain segments
 def _detect(angle, origin, chain, bodies, points, axis_local, ta, tt, tn, tlo, thi):
     N = len(bodies)
     J = _jacobians(angle, origin, chain, np.concatenate((bodies, bodies)), points)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+from granular.compiled import kernel
 
 from granular.contact.qp import ContactQP
 from granular.wrench.flow import interpolate
@@ -79,7 +79,7 @@ def _sticking_solver(qp: ContactQP, sticky, solver):
     return lambda held: solver.solve(Restricted(P_kk, g[keep3] + P_kh @ held[~keep3], A, ub))
 
 
-@njit(cache=True)
+@kernel("f8[:], f8[::1], f8[::1]")
 def twist_map(phi, r_offset, velocity_scale):
     """G (k, 3, 3): a foot's twist at p_r (F_c axes) → its twist at p_center in the data's
     velocity-scaled space, x = diag(1/S) T v_r, T = :func:`granular.frames.twist_transfer` to
@@ -135,7 +135,7 @@ def data_flow(qp: ContactQP, c, sliding, Q, G, U, solver, h: float):
     return current if dissipative.all() else None
 
 
-@njit(cache=True)
+@kernel()
 def _flow(v, Q, G, U):
     """The data's wrenches (3k,) of k feet at twists v (3k,) at p_r, and their block-diagonal
     derivative (3k, 3k)."""
@@ -155,7 +155,7 @@ def _flow(v, Q, G, U):
     return w, dw
 
 
-@njit(cache=True)
+@kernel("f8[::1], f8[::1], f8[:, :], f8[:, :, ::1], f8[:, :, ::1], f8[:, ::1]")
 def newton(v, a, hD, Q, G, U):
     """(v, wrench, converged): a root of F(v) = v − a − hD flow(v) from ``v``, with backtracking."""
     n = len(v)
@@ -186,7 +186,7 @@ def newton(v, a, hD, Q, G, U):
     return v, w, np.abs(F).max() <= size
 
 
-@njit(cache=True)
+@kernel()
 def _matvec(A, x):
     out = np.zeros(A.shape[0])
     for i in range(A.shape[0]):
@@ -195,7 +195,7 @@ def _matvec(A, x):
     return out
 
 
-@njit(cache=True)
+@kernel()
 def _solve(A, b):
     """x with A x = b by Gaussian elimination with partial pivoting (n ≤ 3 × feet: no LAPACK call)."""
     n = len(b)

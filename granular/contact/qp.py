@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-from numba import njit
+from granular.compiled import kernel
 
 from granular.errors import GranularError
 
@@ -94,7 +94,7 @@ def stack_blocks(A_list, ub_list):
     return A, np.concatenate(ub_list) if ub_list else np.zeros(0), rows
 
 
-@njit(cache=True)
+@kernel("f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1], f8[::1]")
 def reduce_qp(M, Jt, Jp, Mg, v, impulse):
     """P = Bᵀ H B and g = Bᵀ H v_free with B = M⁻¹ J_tᵀ, H = M + J_pᵀ M_g J_p, v_free = v + M⁻¹ impulse."""
     M_inv = np.linalg.inv(M)  # small and well conditioned (positive masses and inertias)
@@ -109,7 +109,9 @@ def reduce_qp(M, Jt, Jp, Mg, v, impulse):
 def strictly_convex(P):
     """P plus a tiny ridge: dense active-set solvers need a positive-definite Hessian, and P is
     only semi-definite when two feet's impulses move the same degrees of freedom."""
-    return P + (1e-12 * np.trace(P) / len(P)) * np.eye(len(P))
+    out = P.copy()
+    out.flat[::len(P) + 1] += 1e-12 * np.trace(P) / len(P)
+    return out
 
 
 class CvxpySolver:
@@ -245,14 +247,20 @@ class DaqpSolver:
 
     name = "daqp"
 
+    def __init__(self):
+        import daqp  # here, not at the top: a process that never solves a QP does not load it
+
+        self._solve = daqp.solve
+        self._bounds = {}  # per constraint count: DAQP's one-sided lower bounds and its row kinds
+
     def solve(self, qp: ContactQP):
         from ctypes import c_int
 
-        import daqp
-
         P, g = qp.reduced
         A, ub = qp.stacked_constraints()
-        x, _, flag, _ = daqp.solve(strictly_convex(P), g, A, ub, np.full(len(ub), -1e30), np.zeros(len(ub), dtype=c_int))
+        if len(ub) not in self._bounds:
+            self._bounds[len(ub)] = np.full(len(ub), -1e30), np.zeros(len(ub), dtype=c_int)
+        x, _, flag, _ = self._solve(strictly_convex(P), g, A, ub, *self._bounds[len(ub)])
         if flag <= 0:
             raise SolverError(f"DAQP exit flag {flag}")
         return np.asarray(x)

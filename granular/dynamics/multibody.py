@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from numba import njit
+from granular.compiled import kernel
 
 from granular.errors import GranularError
 
@@ -141,7 +141,7 @@ def rotate(angle, local):
 
 # --- compiled kernels (numba): the simulation's hot loop calls these every step ---------------
 
-@njit(cache=True)
+@kernel("f8[::1], i8[::1], f8[:, ::1], f8[::1]")
 def _frames(q, parent, joint, offset):
     nb = len(parent)
     angle = np.empty(nb)
@@ -157,7 +157,7 @@ def _frames(q, parent, joint, offset):
     return angle, origin
 
 
-@njit(cache=True)
+@kernel("f8[::1], f8[:, ::1], f8[:, ::1], i8[::1], f8[:, ::1]")
 def _jacobians(angle, origin, chain, bodies, local):
     """J (k, 3, n): a point's velocity is v_base + Σ_a q̇_a ω × (p − pivot_a) over its chain."""
     k, nb = len(bodies), len(angle)
@@ -177,7 +177,7 @@ def _jacobians(angle, origin, chain, bodies, local):
     return J
 
 
-@njit(cache=True)
+@kernel("f8[::1], f8[:, ::1], f8[::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1], f8")
 def _dynamics(angle, origin, v, chain, com, mass, inertia, gravity):
     nb, n = len(angle), len(v)
     Jc = _jacobians(angle, origin, chain, np.arange(nb), com)

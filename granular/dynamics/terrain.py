@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+from granular.compiled import kernel
 
 from granular.errors import GranularError
 
@@ -69,7 +69,7 @@ class Terrain:
         return closest(np.asarray(p, dtype=float).reshape(-1, 2), *self.arrays)
 
 
-@njit(cache=True)
+@kernel("f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1]")
 def closest(p, a, t, n, lo, hi):
     """Closest points, normals and signed heights of points ``p`` over segments (see Terrain.closest)."""
     N, S = len(p), len(a)

@@ -6,13 +6,13 @@ loaded RBF model imports neither scikit-learn nor scipy's solvers.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from granular.compiled import kernel
 
 #: Kernel ids of the compiled features: φ(r) = r² log r, r³, −r.
 KERNELS = {"thin_plate_spline": 0, "cubic": 1, "linear": 2}
 
 
-@njit(cache=True)
+@kernel("f8[:, ::1], f8[:, ::1], f8[::1], i8, i8")
 def rbf_features(X, centers, c2, kernel, degree):
     """[φ(‖x − x_j‖)…, 1, x…] per row of X; φ = r² log r, r³ or −r (kernel 0, 1, 2)."""
     k, n, dim = X.shape[0], centers.shape[0], X.shape[1]
@@ -38,7 +38,7 @@ def rbf_features(X, centers, c2, kernel, degree):
     return F
 
 
-@njit(cache=True)
+@kernel("f8[:, ::1], f8[:, ::1], f8[::1], i8, i8, f8[:, ::1]")
 def mirror_average(X, centers, c2, kernel, degree, coef):
     """½ (F(x) C + F(x̄) C') for X = [x; x̄] (2k rows): the model's folded, mirror-averaged RBF."""
     k = X.shape[0] // 2
@@ -47,7 +47,7 @@ def mirror_average(X, centers, c2, kernel, degree, coef):
     return F[:k] @ coef[:n] + F[k:] @ coef[n:]
 
 
-@njit(cache=True)
+@kernel("f8[:, ::1], f8[:, ::1], f8[::1], i8, i8, f8[:, ::1], f8[:, ::1]")
 def support_of_mirror_average(X, centers, c2, kernel, degree, coef, A):
     """max(0, max_i A w_i(θ)) per configuration: the fixed-normal offsets of the mirror-averaged RBF."""
     k, K = X.shape[0] // 2, A.shape[0]

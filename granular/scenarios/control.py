@@ -6,6 +6,7 @@ whatever it carries between steps (an integral, a gait phase), starting from
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -119,9 +120,9 @@ class JointPD:
 
     def __call__(self, t, q, v, memory):
         r = self.robot
-        goal = np.clip(self.targets(t, q[2]), r.lower[3:], r.upper[3:])
+        goal = self.targets(t, q[2]).clip(r.lower[3:], r.upper[3:])
         u = np.zeros(len(q))
-        u[3:] = np.clip(r.kp[3:] * (goal - q[3:]) - r.kd[3:] * v[3:], -r.max_torque[3:], r.max_torque[3:])
+        u[3:] = (r.kp[3:] * (goal - q[3:]) - r.kd[3:] * v[3:]).clip(-r.max_torque[3:], r.max_torque[3:])
         return u, memory
 
 
@@ -186,7 +187,7 @@ class Trot:
             phase = ((t - self.start) / self.period + shift) % 1.0
             if phase < 0.5:  # swing: lifted, moving forward
                 s = phase / 0.5
-                out[limb] = (self.step * (s - 0.5), self.z + self.lift * np.sin(np.pi * s))
+                out[limb] = (self.step * (s - 0.5), self.z + self.lift * math.sin(math.pi * s))
             else:            # stance: on the ground, moving back
                 s = (phase - 0.5) / 0.5
                 out[limb] = (self.step * (0.5 - s), self.z)

@@ -16,7 +16,7 @@ and the recorded directions are hit exactly.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from granular.compiled import kernel
 
 
 class DirectionMap:
@@ -52,7 +52,7 @@ class DirectionMap:
         return np.array([interpolate(self.directions, q, row)[0] for q, row in zip(Q, x)])
 
 
-@njit(cache=True)
+@kernel("f8[:, ::1], f8[:, ::1], f8[::1]")
 def interpolate(U, Q, x):
     """w (p,) and dw/dx (p, 3) at x (3,), any length, of the interpolant with coefficients Q
     (m + 4, p): the cubic kernel φ(r) = r³ of the chord distance r = |u − U_j| between unit vectors,

@@ -1,0 +1,86 @@
+"""The kernels compiled ahead of time (granular/compiled.py): the same numbers as numba's JIT, a
+short simulation that never imports numba, and a machine that cannot build them still simulates."""
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import granular
+from granular import compiled
+
+PACKAGE = Path(granular.__file__).parent
+
+
+def sim_json(args, **env):
+    done = subprocess.run([sys.executable, "-m", "granular", "sim", *args, "--json"], capture_output=True,
+                          text=True, timeout=600, env={**os.environ, **env})
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    out.pop("wall_time_s")
+    return out, done.stderr
+
+
+def test_every_module_with_kernels_is_part_of_the_key():
+    """A kernel whose source is not hashed would keep running its old compiled code after an edit."""
+    with_kernels = {str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
+                    if p.name != "compiled.py" and re.search(r"^@kernel\(", p.read_text(), re.M)}
+    assert with_kernels == set(compiled.MODULES)
+
+
+def test_this_process_runs_the_ahead_of_time_kernels():
+    from granular.dynamics import multibody
+
+    assert compiled.mode() == "aot"
+    assert not hasattr(multibody._frames, "py_func")  # a guarded AOT function, not a numba dispatcher
+
+
+@pytest.mark.parametrize("args", [["quad-trot", "--duration", "0.4"],
+                                  ["quad-trot", "--duration", "0.4", "--contact", "data-flow"],
+                                  ["foot-track-curved", "--duration", "0.4", "--representation", "exact"]])
+def test_ahead_of_time_and_just_in_time_kernels_agree_exactly(args):
+    aot, _ = sim_json(args)
+    jit, _ = sim_json(args, GRANULAR_JIT="1")
+    assert aot == jit
+
+
+def test_a_short_simulation_does_not_import_numba():
+    code = ("import sys; from granular.scenarios import scenario as s; "
+            "s.run(s.load('foot-track-curved').with_(duration=0.05)); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('numba', 'llvmlite', 'cvxpy')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.slow
+def test_without_a_c_compiler_the_kernels_run_just_in_time(tmp_path):
+    """The build fails (CC names no compiler): one warning, the failure remembered, the run the same."""
+    cache = {"GRANULAR_CACHE": str(tmp_path), "NUMBA_CACHE_DIR": str(tmp_path / "numba"), "CC": "/bin/false"}
+    args = ["drop-upright", "--duration", "0.2"]
+    first, err = sim_json(args, **cache)
+    assert "could not compile the kernels ahead of time" in err
+    assert list((tmp_path / "kernels").glob("*.failed"))
+    again, err = sim_json(args, **cache)
+    assert "could not compile" not in err  # said once: the next process goes straight to numba's JIT
+    assert first == again == sim_json(args)[0]
+
+
+def test_arguments_of_any_layout_or_dtype_give_the_jit_answer_and_a_wrong_shape_is_refused():
+    """numba.pycc's own entry points check nothing: a strided array would be read as contiguous."""
+    import numpy as np
+
+    from granular.learning.linear import rbf_features
+
+    X = np.arange(24.0).reshape(12, 2)
+    centers = X[::3]                                      # strided
+    expected = rbf_features(np.ascontiguousarray(X), np.ascontiguousarray(centers), (centers**2).sum(1), 1, 1)
+    assert np.array_equal(rbf_features(X.T.copy().T, centers, (centers**2).sum(1), 1, 1), expected)  # F order
+    assert np.array_equal(rbf_features(X.astype(np.float32).astype(int), centers, (centers**2).sum(1), 1, 1),
+                          rbf_features(X.astype(int).astype(float), np.ascontiguousarray(centers),
+                                       (centers**2).sum(1), 1, 1))  # integers, as floats
+    with pytest.raises(TypeError, match="must be a 2-D array"):
+        rbf_features(np.ones(3), centers, (centers**2).sum(1), 1, 1)
