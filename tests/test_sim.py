@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -151,6 +153,30 @@ def test_solvers_agree_with_the_reference(representation):
         A, ub = qp.stacked_constraints()
         active_seen += np.any(A @ ref > ub - 1e-7 * np.abs(ub).max())
     assert active_seen >= 6, "the instances should exercise active constraints"
+
+
+def test_dense_solvers_stay_exact_whatever_working_set_the_last_step_left():
+    """Constraint generation starts from the previous QP's binding constraints: with one solver
+    reused over unrelated QPs of one size (a stale, wrong working set) each answer is still the
+    reference's, and a QP whose answer binds nothing is solved with no constraint at all."""
+    rng = np.random.default_rng(11)
+    model = wrench_model()
+    solvers = (DaqpSolver(), QuadprogSolver())
+    bound = 0
+    for trial in range(16):
+        qp = random_qp(rng, model, feet=2, representation="fixed")
+        if trial % 2:  # bounds far away: the unconstrained answer is the QP's
+            qp = replace(qp, ub=qp.ub + 1e3)
+            P, g = qp.reduced
+            ref = np.linalg.solve(P, -g)
+            assert (qp.A @ ref < qp.ub).all()
+        else:
+            ref = CvxpySolver().solve(qp)
+        for solver in solvers:
+            c = solver.solve(qp)
+            assert np.abs(c - ref).max() <= 1e-6 * max(np.abs(ref).max(), 1e-9), (solver.name, trial)
+        bound += solvers[0]._working.any()
+    assert bound == 8, "the tight QPs bind constraints, the loose ones none"
 
 
 def test_osqp_keeps_its_workspace_when_the_structure_stays():
