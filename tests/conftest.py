@@ -1,4 +1,5 @@
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -12,6 +13,7 @@ import pytest
 _CACHE = tempfile.mkdtemp(prefix="granular-test-cache-")
 os.environ["GRANULAR_CACHE"] = _CACHE
 os.environ["NUMBA_CACHE_DIR"] = os.path.join(_CACHE, "numba")
+os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = os.path.join(_CACHE, "hypothesis")  # not ./.hypothesis
 
 from granular.data.synth import synthesize  # noqa: E402  (after the cache is set)
 
@@ -20,7 +22,7 @@ WATCHED = ("granular", "data", "training", "sim", "docs", "README.md", "pyprojec
 
 
 def _snapshot():
-    files = {}
+    files = {"(top-level entries)": sorted(p.name for p in CHECKOUT.iterdir() if p.name not in (".git", "out"))}
     for top in WATCHED:
         root = CHECKOUT / top
         for path in ([root] if root.is_file() else root.rglob("*")):
@@ -36,6 +38,7 @@ def checkout_untouched():
     yield
     after = _snapshot()
     changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+    shutil.rmtree(_CACHE, ignore_errors=True)
     assert not changed, f"the tests wrote into the checkout: {changed[:20]}"
 
 

@@ -125,3 +125,23 @@ def test_viewer_starts_from_the_scenarios_own_medium_and_time_step(browser):
     finally:
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=30)
+
+
+def test_a_foot_number_past_the_scenarios_feet_does_not_stop_the_simulation(browser):
+    """The 'Selected foot' control offers this scenario's feet only; a larger number typed in before
+    its range caught up used to kill the simulation thread (IndexError in draw)."""
+    proc, url = start("foot-track-curved")
+    try:
+        page = browser.new_page()
+        page.goto(url)
+        page.get_by_text("t = ").first.wait_for(timeout=30_000)
+        foot = page.locator("input[type=text]").nth(3)  # the number inputs: slope, time step, gait period, foot
+        foot.fill("3")
+        foot.press("Enter")
+        page.get_by_role("button", name="Start / pause").click()
+        page.wait_for_timeout(1500)
+        assert status(page)[0] > 0.2, status(page)[1]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out = proc.communicate(timeout=30)[0]
+    assert "Traceback" not in out and "Exception" not in out, out

@@ -194,6 +194,8 @@ class Live:
         xs = np.linspace(sim.state.q[0] - 3, sim.state.q[0] + 3, 121)
         self.scene.terrain(xs, sim.model.terrain.height(xs))
         self.selected = min(self.selected, len(sim.model.contacts) - 1)
+        self.g_foot.max = len(sim.model.contacts) - 1  # the control offers only this scenario's feet
+        self.g_foot.value = self.selected
 
     def _push(self):
         with self.lock:
@@ -222,9 +224,10 @@ class Live:
 
     def draw(self):
         with self.lock:
-            sim, spec, f = self.sim, self.spec, self.selected
+            sim, spec = self.sim, self.spec
             model, state, info = sim.model, sim.state, sim.info
         N = len(model.contacts)
+        f = min(self.selected, N - 1)  # a value typed in before the control's range caught up
         theta = info.theta if info is not None else np.zeros((N, 2))
         active = info.active if info is not None else np.zeros(N, bool)
         wrench = info.wrench if info is not None else np.zeros((N, 3))

@@ -73,6 +73,11 @@ class ContactQP:
         """v⁺ without contact impulses."""
         return self._reduced[3]
 
+    @property
+    def c_free(self):
+        """The impulses if no constraint binds: the minimiser of ½ cᵀ P c + gᵀ c (P made strictly convex)."""
+        return self._reduced[4]
+
     def velocity(self, c):
         """v⁺ for contact impulses c."""
         return self.v_free + self.B @ c
@@ -97,21 +102,28 @@ def stack_blocks(A_list, ub_list):
 
 @kernel("f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1], f8[::1]")
 def reduce_qp(M, Jt, Jp, Mg, v, impulse):
-    """P = Bᵀ H B and g = Bᵀ H v_free with B = M⁻¹ J_tᵀ, H = M + J_pᵀ M_g J_p, v_free = v + M⁻¹ impulse."""
+    """P = Bᵀ H B and g = Bᵀ H v_free with B = M⁻¹ J_tᵀ, H = M + J_pᵀ M_g J_p, v_free = v + M⁻¹ impulse,
+    and c_free, the QP's answer if no constraint binds (solved here: a foot that sticks binds none)."""
     M_inv = np.linalg.inv(M)  # small and well conditioned (positive masses and inertias)
     v_free = v + M_inv @ impulse
     B = M_inv @ np.ascontiguousarray(Jt.T)
     H = M + Jp.T @ (Mg.reshape(-1, 1) * Jp)
     HB = H @ B
     P = B.T @ HB
-    return 0.5 * (P + P.T), HB.T @ v_free, B, v_free
+    P = 0.5 * (P + P.T)
+    g = HB.T @ v_free
+    c_free = np.linalg.solve(strictly_convex(P), -g) if len(P) else np.zeros(0)  # no foot in contact
+    return P, g, B, v_free, c_free
 
 
+@kernel("f8[:, ::1]")
 def strictly_convex(P):
     """P plus a tiny ridge: dense active-set solvers need a positive-definite Hessian, and P is
     only semi-definite when two feet's impulses move the same degrees of freedom."""
     out = P.copy()
-    out.flat[::len(P) + 1] += 1e-12 * np.trace(P) / len(P)
+    ridge = 1e-12 * np.trace(P) / len(P)
+    for i in range(len(P)):
+        out[i, i] += ridge
     return out
 
 
@@ -247,15 +259,20 @@ class _DenseSolver:
     def solve(self, qp: ContactQP):
         P, g = qp.reduced
         A, ub = qp.stacked_constraints()
-        H, tol = strictly_convex(P), self.TOLERANCE * max(np.abs(ub).max(), 1e-12)
+        tol = self.TOLERANCE * max(np.abs(ub).max(), 1e-12)
         S = self._working if len(self._working) == len(ub) else np.zeros(len(ub), dtype=bool)
+        H = None
         for _ in range(len(ub) + 1):  # each round adds a constraint, so this ends
-            x = self._subset(H, g, A[S], ub[S]) if S.any() else np.linalg.solve(H, -g)
-            violated = (A @ x - ub > tol) & ~S
-            if not violated.any():
-                self._working = ub - A @ x <= tol
+            if S.any():
+                H = strictly_convex(P) if H is None else H
+                x = self._subset(H, g, A[S], ub[S])
+            else:
+                x = qp.c_free
+            excess = A @ x - ub
+            if not (excess[~S] > tol).any():
+                self._working = excess >= -tol
                 return x
-            S = S | violated
+            S = S | (excess > tol)
         raise SolverError(f"{self.name}: constraint generation did not settle on {len(ub)} constraints")
 
 
