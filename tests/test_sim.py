@@ -8,7 +8,7 @@ from granular.scenarios import scenario as scenarios
 from granular.dynamics import terrain
 from granular.contact.detection import FootContact, Feet, detect
 from granular.contact.qp import (ContactQP, CvxpySolver, DaqpSolver, OsqpSolver, QuadprogSolver, SolverError,
-                                 stack_blocks)
+                                 TREE_MIN_DOFS, one_branch, reduce_qp, stack_blocks)
 from granular.errors import GranularError
 from granular.learning.catalog import load_model
 from granular.dynamics.multibody import Body, MultiBody
@@ -48,6 +48,46 @@ def test_bias_forces_match_lagrange_equations():
                        for e in np.eye(mb.ndof)])
     np.testing.assert_allclose(k, -grad_V - (M_dot @ v - dT), rtol=1e-5, atol=1e-6)
     assert np.all(np.linalg.eigvalsh(M) > 0)
+
+
+def test_mass_matrix_gives_the_bodies_kinetic_energy():
+    """½ vᵀ M v equals Σ ½ m |v_com|² + ½ I ω² of the bodies' own velocities (another route: the point
+    Jacobians); over random v this fixes every entry of the symmetric M."""
+    mb = chain()
+    rng = np.random.default_rng(4)
+    for _ in range(8):
+        q, v = rng.normal(size=mb.ndof), rng.normal(size=mb.ndof)
+        M, _ = mb.dynamics(q, v)
+        kinetic = mb.energy(q, v) - mb.energy(q, 0 * v)
+        assert 0.5 * v @ M @ v == pytest.approx(kinetic, rel=1e-12)
+
+
+def test_tree_reduction_equals_the_dense_one():
+    """The reduced QP over the tree's branches (per-branch blocks and a Schur complement on the
+    base) equals the dense formulas, with contacts on the branches and one on the base itself."""
+    from granular.apps.bench import centipede
+
+    mb = centipede(14, wrench_model())[0].multibody
+    assert mb.ndof >= TREE_MIN_DOFS and len(mb.branches[1]) == 15
+    rng = np.random.default_rng(5)
+    q, v = 0.3 * rng.normal(size=mb.ndof), rng.normal(size=mb.ndof)
+    frames = mb.frames(q)
+    M, k = mb.dynamics(q, v, frames)
+    bodies = np.array([0, 3, 6, 8, 12, 29, 42])
+    local = rng.normal(size=(len(bodies), 2))
+    Jt = mb.jacobians(*frames, bodies, local).reshape(-1, mb.ndof)
+    Jp = mb.jacobians(*frames, bodies, local + 0.1).reshape(-1, mb.ndof)
+    Mg, impulse = rng.uniform(0.1, 10.0, size=Jt.shape[0]), 1e-3 * (k + rng.normal(size=mb.ndof))
+    M_inv = np.linalg.inv(M)
+    B = M_inv @ Jt.T
+    H = M + Jp.T @ (Mg[:, None] * Jp)
+    v_free = v + M_inv @ impulse
+    expected = (B.T @ H @ B, B.T @ H @ v_free, B, v_free)
+    for branches in (mb.branches, one_branch(mb.ndof)):
+        got = reduce_qp(M, Jt, Jp, Mg, v, impulse, *branches)
+        for a, b in zip(got, expected):
+            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12 * np.abs(b).max())
+        np.testing.assert_allclose(got[0] @ got[4], -got[1], atol=1e-6 * np.abs(got[1]).max())  # up to the ridge
 
 
 def test_free_chain_conserves_energy_without_contact():
@@ -177,6 +217,19 @@ def test_dense_solvers_stay_exact_whatever_working_set_the_last_step_left():
             assert np.abs(c - ref).max() <= 1e-6 * max(np.abs(ref).max(), 1e-9), (solver.name, trial)
         bound += solvers[0]._working.any()
     assert bound == 8, "the tight QPs bind constraints, the loose ones none"
+
+
+def test_dense_solvers_solve_a_subproblem_that_binds_nothing():
+    """The data-flow law's sticking feet (a Restricted QP, with no working set from the last step)
+    whose answer lies inside W: the unconstrained minimiser."""
+    from granular.contact.flow import Restricted
+
+    rng = np.random.default_rng(2)
+    L = rng.normal(size=(6, 6))
+    P, g = L @ L.T + np.eye(6), rng.normal(size=6)
+    A, ub, rows = stack_blocks([rng.normal(size=(8, 3))] * 2, [np.full(8, 1e3)] * 2)
+    for solver in (DaqpSolver(), QuadprogSolver()):
+        np.testing.assert_allclose(solver.solve(Restricted(P, g, A, ub, rows)), np.linalg.solve(P, -g), rtol=1e-9)
 
 
 def test_osqp_keeps_its_workspace_when_the_structure_stays():

@@ -109,7 +109,7 @@ class _HoldJoints:
         return u, memory
 
 
-def scaling(solver: str = "daqp", feet=(1, 4, 16, 64), steps: int = 300, warmup: int = 300) -> dict:
+def scaling(solver: str = "daqp", feet=(1, 4, 16, 64, 256), steps: int = 300, warmup: int = 300) -> dict:
     """Median µs per step of :func:`centipede` scenes against the number of feet (contacts) and bodies."""
     from granular.contact.qp import make_solver
     from granular.learning.catalog import load_model

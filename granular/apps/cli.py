@@ -677,7 +677,7 @@ def build_parser():
     b = sub.add_parser("bench", help="time the real code paths")
     b.add_argument("--json", action="store_true")
     b.add_argument("--quick", action="store_true", help="fewer repetitions")
-    b.add_argument("--scaling", action="store_true", help="also time scenes of 1, 4, 16 and 64 legged contacts")
+    b.add_argument("--scaling", action="store_true", help="also time scenes of 1, 4, 16, 64 and 256 legged contacts")
     b.add_argument("--compliant", action="store_true",
                    help="also find each compliant law's largest stable time step (drop-upright; a few minutes)")
     b.add_argument("--plot", help="with --scaling: write the scaling figure (.png)")

@@ -18,11 +18,12 @@ back to max-dissipation (see :func:`granular.simulation.step.step` for the grain
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from granular.compiled import kernel
 
-from granular.contact.qp import ContactQP
+from granular.contact.qp import ContactQP, block_excess, strictly_convex
 from granular.wrench.flow import interpolate
 
 LAWS = ("max-dissipation", "data-flow")
@@ -46,10 +47,19 @@ class Restricted:
     g: np.ndarray
     A: np.ndarray
     ub: np.ndarray
+    rows: np.ndarray
 
     @property
     def reduced(self):
         return self.P, self.g
+
+    @cached_property
+    def c_free(self):
+        """The minimiser if no constraint binds (the dense solvers start from it)."""
+        return np.linalg.solve(strictly_convex(self.P), -self.g)
+
+    def excess(self, c):
+        return block_excess(self.A, c, self.ub, self.rows)
 
     def stacked_constraints(self):
         return self.A, self.ub
@@ -61,10 +71,14 @@ def subproblem(qp: ContactQP, keep, held):
     as in the reduced form's P."""
     rows3 = np.repeat(keep, 3)
     block = np.repeat(keep, np.diff(qp.rows))
-    counts = np.diff(qp.rows)[keep]
     return ContactQP(M=qp.M, v=qp.v, impulse=qp.impulse + qp.Jt[~rows3].T @ held[~rows3],
                      Jt=qp.Jt[rows3], Jp=qp.Jp, Mg=qp.Mg, A=qp.A[block][:, rows3], ub=qp.ub[block],
-                     rows=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64))
+                     rows=_kept_rows(qp, keep), branches=qp.branches)
+
+
+def _kept_rows(qp: ContactQP, keep):
+    """Where each kept foot's block of facets starts, once the other feet's are dropped."""
+    return np.concatenate([[0], np.cumsum(np.diff(qp.rows)[keep])]).astype(np.int64)
 
 
 def _sticking_solver(qp: ContactQP, sticky, solver):
@@ -76,7 +90,8 @@ def _sticking_solver(qp: ContactQP, sticky, solver):
     P, g = qp.reduced
     P_kk, P_kh = P[keep3][:, keep3], P[keep3][:, ~keep3]
     A, ub = qp.A[block][:, keep3], qp.ub[block]
-    return lambda held: solver.solve(Restricted(P_kk, g[keep3] + P_kh @ held[~keep3], A, ub))
+    rows = _kept_rows(qp, sticky)
+    return lambda held: solver.solve(Restricted(P_kk, g[keep3] + P_kh @ held[~keep3], A, ub, rows))
 
 
 @kernel("f8[:], f8[::1], f8[::1]")

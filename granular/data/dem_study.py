@@ -94,6 +94,13 @@ def variants() -> dict:
                                 what="E3e8's bed, its runs at E 3e7 Pa (contacts remade, settled again)"),
         "E3e8-rep": Variant(base, reference="E3e8",
                             what="E3e8's runs again, on the same bed (is a run repeatable? its CPU time)"),
+        # Is the stiffness dependence the confinement's? The same wider beds, run stiffer.
+        "E3e7-wide": Variant(replace(soft, box=wide_box, particles=round(base.particles * 2.25)), run_young=3e7,
+                             reference="E1e7-wide", what="E1e7-wide's bed, its runs at E 3e7 Pa"),
+        "E3e8-wide": Variant(replace(soft, box=wide_box, particles=round(base.particles * 2.25)), run_young=3e8,
+                             reference="E1e7-wide", what="E1e7-wide's bed, its runs at E 3e8 Pa"),
+        "E3e7-per-wide": Variant(replace(soft, periodic=True, box=wide_box, particles=round(base.particles * 2.25)),
+                                 run_young=3e7, reference="E1e7-per-wide", what="E1e7-per-wide's bed, its runs at E 3e7 Pa"),
         "E1e7-batch": Variant(soft, reference="E1e7", batch=True,
                               what="E1e7's runs, a configuration's three in one YADE process, the bed kept in memory"),
     }

@@ -76,7 +76,15 @@ class MultiBody:
             while a >= 0:
                 chain[i, a] = 1.0
                 a = parent[a]
+        # The branches hanging from the base: bodies grouped by the base's child they descend from
+        # (their joints' dofs, 2 + i); M couples two branches only through the base (contact/qp.py).
+        root = [0] * nb
+        for i in range(1, nb):
+            root[i] = i if parent[i] == 0 else root[parent[i]]
+        order = sorted(range(1, nb), key=lambda i: (root[i], i))
+        ends = [j + 1 for j in range(len(order)) if j + 1 == len(order) or root[order[j + 1]] != root[order[j]]]
         set_ = object.__setattr__
+        set_(self, "branches", (np.array([2 + i for i in order], dtype=np.int64), np.array([0] + ends, dtype=np.int64)))
         set_(self, "names", names)
         set_(self, "parent", np.array(parent, dtype=np.int64))
         set_(self, "chain", chain)
@@ -108,7 +116,7 @@ class MultiBody:
     def dynamics(self, q, v, frames=None):
         """Mass matrix M (n, n) and generalized forces k (n,) = gravity − Coriolis/centrifugal."""
         angle, origin = self.frames(q) if frames is None else frames
-        return _dynamics(angle, origin, np.asarray(v, dtype=float), self.chain, self.com, self.mass,
+        return _dynamics(angle, origin, np.asarray(v, dtype=float), self.parent, self.com, self.mass,
                          self.inertia, self.gravity)
 
     def energy(self, q, v):
@@ -177,35 +185,46 @@ def _jacobians(angle, origin, chain, bodies, local):
     return J
 
 
-@kernel("f8[::1], f8[:, ::1], f8[::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1], f8")
-def _dynamics(angle, origin, v, chain, com, mass, inertia, gravity):
+@kernel("f8[::1], f8[:, ::1], f8[::1], i8[::1], f8[:, ::1], f8[::1], f8[::1], f8")
+def _dynamics(angle, origin, v, parent, com, mass, inertia, gravity):
+    """M and k body by body, over the dofs that move each body (x, z and its chain's rotations):
+    O(bodies × depth²), where forming every body's full Jacobian was O(bodies × dofs²)."""
     nb, n = len(angle), len(v)
-    Jc = _jacobians(angle, origin, chain, np.arange(nb), com)
-    Jo = _jacobians(angle, origin, chain, np.arange(nb), np.zeros((nb, 2)))
-    pivot_v = np.zeros((nb, 2))  # velocity of each frame origin (joint pivot)
-    for a in range(nb):
-        for j in range(n):
-            pivot_v[a, 0] += Jo[a, 0, j] * v[j]
-            pivot_v[a, 1] += Jo[a, 1, j] * v[j]
+    omega = np.empty(nb)       # angular velocity of each body
+    pivot_v = np.empty((nb, 2))  # velocity of each frame origin (joint pivot)
+    omega[0], pivot_v[0, 0], pivot_v[0, 1] = v[2], v[0], v[1]
+    for i in range(1, nb):
+        p = parent[i]
+        omega[i] = omega[p] + v[2 + i]
+        pivot_v[i, 0] = pivot_v[p, 0] - omega[p] * (origin[i, 1] - origin[p, 1])
+        pivot_v[i, 1] = pivot_v[p, 1] + omega[p] * (origin[i, 0] - origin[p, 0])
     M = np.zeros((n, n))
     k = np.zeros(n)
+    cols = np.empty(nb + 2, dtype=np.int64)
+    jx, jz, jw = np.empty(nb + 2), np.empty(nb + 2), np.empty(nb + 2)
     for b in range(nb):
-        J = Jc[b]
-        for i in range(n):
-            if J[0, i] == 0.0 and J[1, i] == 0.0 and J[2, i] == 0.0:
-                continue
-            for j in range(n):
-                M[i, j] += mass[b] * (J[0, i] * J[0, j] + J[1, i] * J[1, j]) + inertia[b] * J[2, i] * J[2, j]
+        c, s = np.cos(angle[b]), np.sin(angle[b])
+        px = origin[b, 0] + c * com[b, 0] - s * com[b, 1]
+        pz = origin[b, 1] + s * com[b, 0] + c * com[b, 1]
+        cols[0], jx[0], jz[0], jw[0] = 0, 1.0, 0.0, 0.0
+        cols[1], jx[1], jz[1], jw[1] = 1, 0.0, 1.0, 0.0
+        d, a = 2, b
+        while a >= 0:  # the COM's velocity per rotation of its chain: ω × (p − pivot)
+            cols[d], jx[d], jz[d], jw[d] = 2 + a, -(pz - origin[a, 1]), px - origin[a, 0], 1.0
+            d += 1
+            a = parent[a]
         vx, vz = 0.0, 0.0
-        for j in range(n):
-            vx += J[0, j] * v[j]
-            vz += J[1, j] * v[j]
+        for i in range(d):
+            vx += jx[i] * v[cols[i]]
+            vz += jz[i] * v[cols[i]]
+            for j in range(d):
+                M[cols[i], cols[j]] += mass[b] * (jx[i] * jx[j] + jz[i] * jz[j]) + inertia[b] * jw[i] * jw[j]
         # acceleration of the COM at q̈ = 0: Σ_a q̇_a ω × (v_com − v_pivot_a) over its chain
         ax, az = 0.0, 0.0
-        for a in range(nb):
-            if chain[b, a] > 0:
-                ax -= v[2 + a] * (vz - pivot_v[a, 1])
-                az += v[2 + a] * (vx - pivot_v[a, 0])
-        for i in range(n):
-            k[i] -= mass[b] * (J[0, i] * ax + J[1, i] * (az + gravity))
+        for i in range(2, d):
+            a = cols[i] - 2
+            ax -= v[cols[i]] * (vz - pivot_v[a, 1])
+            az += v[cols[i]] * (vx - pivot_v[a, 0])
+        for i in range(d):
+            k[cols[i]] -= mass[b] * (jx[i] * ax + jz[i] * (az + gravity))
     return M, k

@@ -114,7 +114,7 @@ def step(model: SimModel, state: State, u, solver, index: int = 0):
                    Jt=(frames.Jt if every else frames.Jt[on]).reshape(-1, mb.ndof),
                    Jp=(frames.Jp if every else frames.Jp[on]).reshape(-1, mb.ndof),
                    Mg=model.feet.grain_mass.ravel() if every else model.feet.grain_mass[on].ravel(),
-                   A=A, ub=h * b, rows=rows)
+                   A=A, ub=h * b, rows=rows, branches=mb.branches)
     fallback = False
     if not len(on):
         v_next = qp.v_free
