@@ -263,8 +263,8 @@ def reduce_qp(M, Jt, Jp, Mg, v, impulse, dofs, starts):
             for d in range(3):
                 G[c, d] -= E[i, c] * HPhi[i, d]
     C = np.zeros((3, m))
-    for r in range(m):
-        for i in range(3, n):
+    for i in range(3, n):  # along Bloc's rows: its columns are far apart in memory
+        for r in range(m):
             if Bloc[i, r] != 0.0:
                 for c in range(3):
                     C[c, r] += HPhi[i, c] * Bloc[i, r]
