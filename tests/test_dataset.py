@@ -1,3 +1,4 @@
+from dataclasses import replace
 import h5py
 import numpy as np
 import pytest
@@ -110,3 +111,23 @@ def test_merge_joins_grids_and_refuses_what_does_not_belong_together(tmp_path):
         wd.merge([a, synthesize("rft", "pebbles", [-0.06], [0.0], 10)])
     with pytest.raises(GranularError, match="directions"):
         wd.merge([a, synthesize("rft", "sand", [-0.06], [0.0], 18)])
+
+
+def test_merge_averages_realisations_and_keeps_their_spread(tmp_path):
+    """Two realisations of one grid, one with a sample missing, and a third input with one more
+    configuration: the mean where both hold a sample, the one where one does, the spread."""
+    from granular.data.synth import synthesize
+
+    a = synthesize("rft", "sand", [0.0, -0.02, -0.04], [0.0, 0.5], 10)
+    b = replace(a, wrenches=a.wrenches * 1.2, valid=a.valid.copy())
+    b.valid[2, 3] = False
+    c = synthesize("rft", "sand", [0.0, -0.06], [0.0], 10)
+    merged = wd.merge([a, b, c], average=True)
+    assert merged.n == a.n + 1 and merged.valid.all()
+    np.testing.assert_allclose(merged.wrenches[:a.n][a.valid & b.valid], 1.1 * a.wrenches[a.valid & b.valid])
+    np.testing.assert_allclose(merged.wrenches[2, 3], a.wrenches[2, 3])
+    count, spread = merged.provenance["realisations"], merged.provenance["realisation_spread"]
+    assert count[2, 3] == 1 and count[3, 0] == 2 and count[-1, 0] == 1 and count[0, 0] == 1  # the surface once
+    np.testing.assert_allclose(spread[3, 0], np.abs(0.2 * a.wrenches[3, 0]) / np.sqrt(2), rtol=1e-12)
+    wd.write(merged, tmp_path / "avg.h5")
+    assert wd.read(tmp_path / "avg.h5").provenance["realisations"].shape == (merged.n, merged.m)

@@ -147,9 +147,21 @@ def cmd_merge(args):
 
     _check_outputs(args, inputs=args.datasets)
     parts = [wd.read(p) for p in args.datasets]
-    ds = wd.merge(parts, args.datasets)
+    ds = wd.merge(parts, args.datasets, average=args.average)
     wd.write(ds, args.out)
     _say(f"wrote {args.out}: {ds.n} configurations × {ds.m} directions from {len(parts)} datasets ({ds.medium})")
+    if args.average:
+        _say(f"  {int((ds.provenance['realisations'] > 1).sum())} samples averaged over 2 or more inputs; "
+             f"their spread, relative to the largest wrench: {_relative_spread(ds):.3f} (mean)")
+
+
+def _relative_spread(ds) -> float:
+    """Mean over the averaged samples of |spread (f_x, f_z)| / the dataset's largest |(f_x, f_z)|."""
+    many = ds.provenance["realisations"] > 1
+    if not many.any():
+        return float("nan")
+    top = np.nanmax(np.linalg.norm(ds.wrenches[..., :2], axis=-1))
+    return float(np.mean(np.linalg.norm(ds.provenance["realisation_spread"][many][:, :2], axis=-1)) / top)
 
 
 def _fixed_table(fixed):
@@ -560,6 +572,9 @@ def build_parser():
     mg = sub.add_parser("merge", help="join datasets of one medium and protocol (e.g. an extended grid)")
     mg.add_argument("datasets", nargs="+", help="datasets (.h5) with the same directions, scale and foot")
     mg.add_argument("--out", required=True, help="output dataset (.h5)")
+    mg.add_argument("--average", action="store_true",
+                    help="the inputs are realisations of one grid (e.g. DEM beds of other seeds): average the "
+                         "configurations several hold, keeping their spread")
     mg.set_defaults(func=cmd_merge)
 
     t = sub.add_parser("train", help="train a wrench-space model from a dataset or a training job (.toml)")

@@ -132,10 +132,16 @@ def validate(ds: WrenchDataset, where="dataset") -> WrenchDataset:
 MAX_WRENCH = 1e8
 
 
-def merge(datasets, names=None) -> WrenchDataset:
-    """One dataset from several of one medium and protocol (e.g. a grid extended by a later
-    acquisition): the same medium, source, foot, directions and velocity scale, no configuration
-    below the surface twice (the surface rows, d = 0, are kept once). Per-sample provenance arrays that every input holds are concatenated; the inputs'
+def merge(datasets, names=None, average: bool = False) -> WrenchDataset:
+    """One dataset from several of one medium and protocol: the same medium, source, foot, directions
+    and velocity scale; the surface rows (d = 0, which every acquisition adds) are kept once.
+
+    A configuration below the surface in more than one input is refused (a grid extended by a later
+    acquisition holds each once), unless ``average``: then the inputs are realisations of one grid
+    (e.g. DEM beds of different seeds) and each (configuration, direction) is the mean of the inputs
+    that hold it validly, with their count and standard deviation in the provenance
+    (``realisations``, ``realisation_spread``, N and N·m; 0 where one input holds it). Per-sample
+    provenance arrays that every input holds are joined (averaged where averaged); the inputs'
     other provenance is kept per input, as JSON, under ``merged_from``."""
     datasets = list(datasets)
     names = [str(n) for n in (names or [f"dataset {i + 1}" for i in range(len(datasets))])]
@@ -151,28 +157,62 @@ def merge(datasets, names=None) -> WrenchDataset:
             if not same:
                 raise GranularError(f"{name}: its {what} differs from {names[0]}'s; only datasets of one "
                                     "medium and protocol can be merged")
-    # the surface rows (d = 0: zero wrenches, which every acquisition adds) are kept once
     datasets = [datasets[0]] + [ds.subset(ds.configs[:, 0] < 0) for ds in datasets[1:]]
     configs = np.concatenate([ds.configs for ds in datasets])
-    _, first_seen, counts = np.unique(configs, axis=0, return_index=True, return_counts=True)
-    if (counts > 1).any():
+    _, first_seen, inverse, counts = np.unique(np.round(configs, 9), axis=0, return_index=True,
+                                               return_inverse=True, return_counts=True)
+    if (counts > 1).any() and not average:
         d, phi = configs[first_seen[np.argmax(counts > 1)]]
         raise GranularError(f"configuration d = {d:g} m, φ = {phi:g} rad is in more than one input; "
-                            "merge takes each configuration once")
-    provenance = {}
-    for key, value in first.provenance.items():
-        parts = [ds.provenance.get(key) for ds in datasets]
-        if all(isinstance(v, np.ndarray) and v.ndim and len(v) == ds.n for v, ds in zip(parts, datasets)):
-            provenance[key] = np.concatenate(parts)
+                            "merge takes each configuration once (--average: realisations of one grid)")
+    keys = ["wrenches", "valid"] + [k for k, v in first.provenance.items()
+                                    if all(isinstance(p.get(k), np.ndarray) and p[k].ndim and len(p[k]) == ds.n
+                                           for p, ds in ((ds.provenance, ds) for ds in datasets))]
+    rows = {k: np.concatenate([getattr(ds, k) if k in ("wrenches", "valid") else ds.provenance[k]
+                               for ds in datasets]) for k in keys}
+    order = np.argsort(first_seen)  # the configurations in the order the inputs first hold them
+    provenance = {k: _pool(rows[k], rows["valid"], inverse.ravel(), order) for k in keys[2:]}
+    wrenches, valid, spread, count = _average(rows["wrenches"], rows["valid"], inverse.ravel(), order)
+    if average:
+        provenance.update(realisations=count, realisation_spread=spread)
     provenance["merged_from"] = json.dumps(
         [{"input": name, "created": ds.created, "creator": ds.creator,
           **{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in ds.provenance.items()
              if k not in provenance}}
          for ds, name in zip(datasets, names)], default=str)
-    return WrenchDataset(configs=configs, directions=first.directions, velocity_scale=first.velocity_scale,
-                         wrenches=np.concatenate([ds.wrenches for ds in datasets]),
-                         valid=np.concatenate([ds.valid for ds in datasets]),
+    return WrenchDataset(configs=configs[first_seen[order]], directions=first.directions,
+                         velocity_scale=first.velocity_scale, wrenches=wrenches, valid=valid,
                          medium=first.medium, source=first.source, foot=first.foot, provenance=provenance)
+
+
+def _average(wrenches, valid, group, order):
+    """Per group of rows (``group``: each row's index, ``order``: the groups' output order): the mean
+    wrench over the valid rows, any valid, the standard deviation (0 for one row) and the count."""
+    n, m = len(order), wrenches.shape[1]
+    out, spread, count = np.full((n, m, 3), np.nan), np.full((n, m, 3), np.nan), np.zeros((n, m))
+    for j, g in enumerate(order):
+        w, ok = wrenches[group == g], valid[group == g]
+        count[j] = ok.sum(axis=0)
+        for i in np.flatnonzero(count[j]):
+            out[j, i] = w[ok[:, i], i].mean(axis=0)
+            spread[j, i] = w[ok[:, i], i].std(axis=0, ddof=1) if count[j, i] > 1 else 0.0
+    return out, count > 0, spread, count
+
+
+def _pool(values, valid, group, order):
+    """A per-sample provenance array over the groups of :func:`_average`: the mean of the rows that
+    hold the sample validly (the row itself where there is one)."""
+    out = []
+    for g in order:
+        v, ok = values[group == g].astype(float), valid[group == g]
+        if v.ndim > ok.ndim:
+            ok = ok.reshape(ok.shape + (1,) * (v.ndim - ok.ndim))
+        elif v.ndim < ok.ndim:  # per configuration rather than per sample
+            ok = ok.any(axis=tuple(range(v.ndim, ok.ndim)))
+        with np.errstate(invalid="ignore"):
+            mean = np.where(ok, v, 0.0).sum(axis=0) / np.maximum(ok.sum(axis=0), 1)
+        out.append(np.where(ok.any(axis=0), mean, v[0]))
+    return np.array(out)
 
 
 def write_group(g, ds: WrenchDataset):
