@@ -171,23 +171,44 @@ def reduce_qp(M, Jt, Jp, Mg, v, impulse, dofs, starts):
     lives on its own branch and the base), so P splits the same way: a block per branch plus terms
     of rank 3. The cost grows with the branches and with P's entries, not as n³ (issue 12). Small
     systems and single branches take the dense formulas, which cost less there."""
-    n, m, mp = M.shape[0], Jt.shape[0], Jp.shape[0]
+    n, m = M.shape[0], Jt.shape[0]
     if n < TREE_MIN_DOFS or len(starts) <= 2:
         return _reduce_dense(M, Jt, Jp, Mg, v, impulse)
-    nbr = len(starts) - 1
+    row_branch = _contact_branches(Jt, dofs, starts)
+    H = _with_grains(M, Jp, Mg)
+    K, E, S_inv = _branch_inverses(M, dofs, starts)
+    Bloc, X = _tree_solve(K, E, S_inv, Jt, impulse, row_branch, dofs, starts)
+    B, v_free = np.ascontiguousarray(X[:, :m]), v + X[:, m]
+    P = _tree_P(H, E, Bloc, np.ascontiguousarray(X[:3, :m]), row_branch, dofs, starts)
+    g = B.T @ (H @ v_free)
+    c_free = np.linalg.solve(strictly_convex(P), -g) if m else np.zeros(0)  # no foot in contact
+    return P, g, B, v_free, c_free
+
+
+@kernel()
+def _contact_branches(Jt, dofs, starts):
+    """The branch each contact's impulse acts on, from its Jacobian's row (−1: the base alone)."""
+    n, m = Jt.shape[1], Jt.shape[0]
     branch = np.full(n, -1)
-    for k in range(nbr):
+    for k in range(len(starts) - 1):
         for a in range(starts[k], starts[k + 1]):
             branch[dofs[a]] = k
-    row_branch = np.full(m, -1)  # the branch a contact's impulse acts on (-1: the base alone)
+    out = np.full(m, -1)
     for r in range(m):
         for i in range(3, n):
             if Jt[r, i] != 0.0:
-                row_branch[r] = branch[i]
+                out[r] = branch[i]
                 break
+    return out
+
+
+@kernel()
+def _with_grains(M, Jp, Mg):
+    """H = M + J_pᵀ M_g J_p, row by row over each row's non-zeros."""
+    n = M.shape[0]
     H = M.copy()
     nz = np.empty(n, dtype=np.int64)
-    for r in range(mp):
+    for r in range(Jp.shape[0]):
         if Mg[r] != 0.0:
             d = 0
             for i in range(n):
@@ -198,10 +219,20 @@ def reduce_qp(M, Jt, Jp, Mg, v, impulse, dofs, starts):
                 f = Mg[r] * Jp[r, nz[a]]
                 for b in range(d):
                     H[nz[a], nz[b]] += f * Jp[r, nz[b]]
-    # Per branch K = M_kk⁻¹ and E = K M_kb (rows of E at the branch's dofs); S = M_bb − Σ M_bk E
+    return H
+
+
+@kernel()
+def _branch_inverses(M, dofs, starts):
+    """Per branch k, K_k = M_kk⁻¹ (padded into one array) and E_k = K_k M_kb (rows of E at the branch's
+    dofs); S⁻¹ with S = M_bb − Σ_k M_bk E_k, the Schur complement on the base."""
+    n, nbr = M.shape[0], len(starts) - 1
+    size = 0
+    for k in range(nbr):
+        size = max(size, starts[k + 1] - starts[k])
+    K = np.zeros((nbr, size, size))
     E = np.zeros((n, 3))
     S = M[:3, :3].copy()
-    K = []
     for k in range(nbr):
         idx = dofs[starts[k]:starts[k + 1]]
         s = len(idx)
@@ -213,30 +244,35 @@ def reduce_qp(M, Jt, Jp, Mg, v, impulse, dofs, starts):
                 Mkb[a, b] = M[idx[a], b]
         Kk = np.linalg.inv(Mkk)
         Ek = _dot(Kk, Mkb)
+        K[k, :s, :s] = Kk
         for a in range(s):
             E[idx[a]] = Ek[a]
         S -= _dot(np.ascontiguousarray(Mkb.T), Ek)
-        K.append(Kk)
-    S_inv = np.linalg.inv(S)
-    # B = M⁻¹ J_tᵀ and M⁻¹ impulse, one more column
+    return K, E, np.linalg.inv(S)
+
+
+@kernel()
+def _tree_solve(K, E, S_inv, Jt, impulse, row_branch, dofs, starts):
+    """X = M⁻¹ [J_tᵀ, impulse] = B_loc + Φ B_b, with B_loc (each column on its contact's branch, the
+    impulse's on every branch) and X itself; X's first three rows are B_b."""
+    n, m = E.shape[0], Jt.shape[0]
     Y = np.empty((n, m + 1))
     Y[:, :m] = Jt.T
     Y[:, m] = impulse
-    cols = np.full(m + 1, -1)
-    cols[:m] = row_branch
     Bloc = np.zeros((n, m + 1))
-    W = Y[:3].copy()
-    for k in range(nbr):
+    W = Y[:3].copy()  # the base's right-hand side, Y_b − Σ_k E_kᵀ Y_k
+    for k in range(len(starts) - 1):
         idx = dofs[starts[k]:starts[k + 1]]
-        sel = np.nonzero((cols == k) | (np.arange(m + 1) == m))[0]  # its contacts and the impulse
-        Yk = np.empty((len(idx), len(sel)))
-        for a in range(len(idx)):
+        s = len(idx)
+        sel = np.nonzero(np.append(row_branch == k, True))[0]  # its contacts and the impulse
+        Yk = np.empty((s, len(sel)))
+        for a in range(s):
             for b in range(len(sel)):
                 Yk[a, b] = Y[idx[a], sel[b]]
-        Xk = _dot(K[k], Yk)
+        Xk = _dot(np.ascontiguousarray(K[k, :s, :s]), Yk)
         Wk = _dot(np.ascontiguousarray(E[idx].T), Yk)
         for b in range(len(sel)):
-            for a in range(len(idx)):
+            for a in range(s):
                 Bloc[idx[a], sel[b]] = Xk[a, b]
             for c in range(3):
                 W[c, sel[b]] -= Wk[c, b]
@@ -248,9 +284,14 @@ def reduce_qp(M, Jt, Jp, Mg, v, impulse, dofs, starts):
                 X[i, r] = Bb[i, r]
             else:
                 X[i, r] -= E[i, 0] * Bb[0, r] + E[i, 1] * Bb[1, r] + E[i, 2] * Bb[2, r]
-    B = np.ascontiguousarray(X[:, :m])
-    v_free = v + X[:, m]
-    # H Φ (n × 3), G = Φᵀ H Φ, C = (H Φ)ᵀ B_loc; P = blocks + B_bᵀ (G B_b + C) + Cᵀ B_b
+    return Bloc, X
+
+
+@kernel()
+def _tree_P(H, E, Bloc, Bb, row_branch, dofs, starts):
+    """P = Bᵀ H B for B = B_loc + Φ B_b: Φᵀ H Φ = G and C = (H Φ)ᵀ B_loc give the rank-3 terms
+    B_bᵀ (G B_b + C) + Cᵀ B_b, and each branch adds its block B_locᵀ H_kk B_loc over its contacts."""
+    n, m = H.shape[0], Bb.shape[1]
     HPhi = np.ascontiguousarray(H[:, :3])
     for i in range(n):
         for j in range(3, n):
@@ -268,9 +309,8 @@ def reduce_qp(M, Jt, Jp, Mg, v, impulse, dofs, starts):
             if Bloc[i, r] != 0.0:
                 for c in range(3):
                     C[c, r] += HPhi[i, c] * Bloc[i, r]
-    Bb_t = np.ascontiguousarray(Bb[:, :m])
-    P = Bb_t.T @ (G @ Bb_t + C) + C.T @ Bb_t
-    for k in range(nbr):
+    P = Bb.T @ (G @ Bb + C) + C.T @ Bb
+    for k in range(len(starts) - 1):
         idx = dofs[starts[k]:starts[k + 1]]
         rows = np.nonzero(row_branch == k)[0]
         s, mk = len(idx), len(rows)
@@ -286,10 +326,7 @@ def reduce_qp(M, Jt, Jp, Mg, v, impulse, dofs, starts):
         for a in range(mk):
             for b in range(mk):
                 P[rows[a], rows[b]] += Lk[a, b]
-    P = 0.5 * (P + P.T)
-    g = B.T @ (H @ v_free)
-    c_free = np.linalg.solve(strictly_convex(P), -g) if m else np.zeros(0)  # no foot in contact
-    return P, g, B, v_free, c_free
+    return 0.5 * (P + P.T)
 
 
 @kernel("f8[:, ::1]")
