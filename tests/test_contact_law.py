@@ -76,17 +76,6 @@ def test_flow_returns_the_recorded_wrench_at_a_recorded_direction():
         np.testing.assert_allclose(got, ds.wrenches[rows, j], atol=1e-6 * np.abs(ds.wrenches).max())
 
 
-def test_folded_flow_coefficients_equal_interpolating_the_points():
-    """The compiled path's one matrix (RBF and direction map folded) against the two maps in turn,
-    inside the data, past its depth and tilt, and for a foot out of contact."""
-    model = load_model("pebbles")
-    thetas = np.array([[-0.02, 0.3], [-0.05, -1.1], [-0.15, 0.2], [-0.03, 1.6]])
-    expected = model.direction_map.coefficients(model.points(thetas))
-    np.testing.assert_allclose(model.flow_coefficients(thetas), expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
-    mixed = np.vstack([thetas, [[0.01, 0.0]]])
-    np.testing.assert_allclose(model.flow_coefficients(mixed)[-1], 0.0)
-
-
 def _self_consistency(model, law, zeta):
     runs = [validation.read(p) for p in sorted(glob.glob(str(VALIDATION / "*_s1.csv")))]
     return np.mean([validation.nrmse(validation.replay(model, tr, law), validation.rft_wrench(tr, zeta),

@@ -199,23 +199,6 @@ class WrenchSpaceModel:
             self._direction_map = DirectionMap(self.dataset.directions)
         return self._direction_map
 
-    def flow_coefficients(self, thetas):
-        """Q (k, m + 4, 3): the coefficients of the direction → wrench interpolants at configurations
-        in contact, ``direction_map.coefficients(points(θ))``. Both maps are linear in the RBF's
-        coefficients, so the compiled path folds them into one matrix and evaluates it in one call."""
-        thetas = np.asarray(thetas, dtype=float).reshape(-1, 2)
-        if self._linear is None or not (thetas[:, 0] < 0).all():
-            return self.direction_map.coefficients(self.points(thetas))
-        centers, c2, kernel, degree, folded = self._linear
-        if "_flow_folded" not in self.__dict__:
-            F = folded.reshape(len(folded), self.m, 3)
-            self._flow_folded = np.einsum("qj,njc->nqc", self.direction_map.inverse, F).reshape(len(folded), -1)
-        th = self.clamp(thetas)
-        X = np.concatenate([th, th * _FLIP_PHI]) / self.x_scale
-        Q = mirror_average(X if self.active.all() else X[:, self.active], centers, c2, kernel, degree,
-                           self._flow_folded)
-        return Q.reshape(len(th), -1, 3) * self.depth_factor(thetas)[:, None, None]
-
     def flow(self, thetas, twists):
         """The data's wrench (k, 3) in F_r for twists (k, 3) of p_center in F_c: the recorded
         direction → wrench map interpolated between the sampled directions; zero at rest or out of contact."""

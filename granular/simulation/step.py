@@ -164,7 +164,8 @@ def _data_flow(model: SimModel, qp, c, sliding, theta, on, solver):
         return c
     th = theta[sliding]
     G = twist_map(th[:, 1], model.feet.r_offset[on[sliding]], wm.dataset.velocity_scale)
-    return data_flow(qp, c, sliding, wm.flow_coefficients(th), G, wm.direction_map.directions, solver, model.dt)
+    dmap = wm.direction_map
+    return data_flow(qp, c, sliding, dmap.coefficients(wm.points(th)), G, dmap.directions, solver, model.dt)
 
 
 def _solve(solver, qp, model, frames: ContactFrames, on, state, index):
