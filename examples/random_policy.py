@@ -2,6 +2,7 @@
 
     python3 -m pip install -e '.[rl]'
     python3 examples/random_policy.py --steps 2000 --media sand pebbles --seed 0
+    python3 examples/random_policy.py --envs 2      # one environment per process (Gymnasium's async vector env)
 
 Prints each finished episode (medium, length, return, why it ended) and then the wall-clock
 throughput: env steps per second and simulator steps per second (each env step is the control
@@ -25,9 +26,13 @@ def main(argv=None):
     parser.add_argument("--media", nargs="+", default=["sand", "pebbles"], help="media drawn per episode")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--warmup", type=int, default=20, help="env steps run before timing starts")
+    parser.add_argument("--envs", type=int, default=1,
+                        help="environments, one per process (gymnasium.make_vec, async); default 1: this process")
     args = parser.parse_args(argv)
-    if args.steps < 1 or args.warmup < 0:
-        parser.error("--steps must be at least 1 and --warmup not negative")
+    if args.steps < 1 or args.warmup < 0 or args.envs < 1:
+        parser.error("--steps and --envs must be at least 1 and --warmup not negative")
+    if args.envs > 1:
+        return vector(args)
 
     env = gymnasium.make(granular_gym.ENV_ID, media=args.media)
     env.action_space.seed(args.seed)
@@ -56,6 +61,25 @@ def main(argv=None):
     print(f"{args.steps} env steps in {elapsed:.2f} s: {args.steps / elapsed:,.0f} env steps/s, "
           f"{args.steps * substeps / elapsed:,.0f} simulator steps/s "
           f"({elapsed / (args.steps * substeps) * 1e6:.0f} µs a simulator step, resets included)")
+
+
+def vector(args):
+    """Throughput of ``args.envs`` environments stepped together, one per process; they reset themselves."""
+    envs = gymnasium.make_vec(granular_gym.ENV_ID, num_envs=args.envs, vectorization_mode="async", media=args.media)
+    envs.action_space.seed(args.seed)
+    substeps = envs.get_attr("substeps")[0]
+    envs.reset(seed=args.seed)
+    for _ in range(args.warmup):
+        envs.step(envs.action_space.sample())
+    start = time.perf_counter()
+    for _ in range(args.steps):
+        obs, *_ = envs.step(envs.action_space.sample())
+        assert np.all(np.isfinite(obs))
+    elapsed = time.perf_counter() - start
+    envs.close()
+    total = args.steps * args.envs
+    print(f"{args.envs} environments × {args.steps} steps in {elapsed:.2f} s: {total / elapsed:,.0f} env steps/s, "
+          f"{total * substeps / elapsed:,.0f} simulator steps/s")
 
 
 if __name__ == "__main__":

@@ -220,3 +220,13 @@ def test_random_policy_example_runs_and_reports_throughput(capsys):
     example["main"](["--steps", "30", "--warmup", "2", "--media", "pebbles"])
     out = capsys.readouterr().out
     assert "30 env steps in" in out and "simulator steps/s" in out
+
+
+def test_random_policy_example_steps_environments_in_processes(capsys):
+    import runpy
+    from pathlib import Path
+
+    example = runpy.run_path(str(Path(__file__).resolve().parent.parent / "examples" / "random_policy.py"))
+    example["main"](["--steps", "20", "--warmup", "2", "--media", "pebbles", "--envs", "2"])
+    out = capsys.readouterr().out
+    assert "2 environments × 20 steps in" in out and "simulator steps/s" in out

@@ -66,8 +66,7 @@ class WrenchDataset:
 
     def subset(self, rows) -> "WrenchDataset":
         """The dataset restricted to the configurations ``rows`` (per-configuration provenance too)."""
-        prov = {k: v[rows] if isinstance(v, np.ndarray) and v.ndim and len(v) == self.n else v
-                for k, v in self.provenance.items()}
+        prov = {k: v[rows] if _per_config(self, k) else v for k, v in self.provenance.items()}
         return replace(self, configs=self.configs[rows], wrenches=self.wrenches[rows], valid=self.valid[rows],
                        provenance=prov)
 
@@ -165,9 +164,7 @@ def merge(datasets, names=None, average: bool = False) -> WrenchDataset:
         d, phi = configs[first_seen[np.argmax(counts > 1)]]
         raise GranularError(f"configuration d = {d:g} m, φ = {phi:g} rad is in more than one input; "
                             "merge takes each configuration once (--average: realisations of one grid)")
-    keys = ["wrenches", "valid"] + [k for k, v in first.provenance.items()
-                                    if all(isinstance(p.get(k), np.ndarray) and p[k].ndim and len(p[k]) == ds.n
-                                           for p, ds in ((ds.provenance, ds) for ds in datasets))]
+    keys = ["wrenches", "valid"] + [k for k in first.provenance if all(_per_config(ds, k) for ds in datasets)]
     rows = {k: np.concatenate([getattr(ds, k) if k in ("wrenches", "valid") else ds.provenance[k]
                                for ds in datasets]) for k in keys}
     order = np.argsort(first_seen)  # the configurations in the order the inputs first hold them
@@ -183,6 +180,12 @@ def merge(datasets, names=None, average: bool = False) -> WrenchDataset:
     return WrenchDataset(configs=configs[first_seen[order]], directions=first.directions,
                          velocity_scale=first.velocity_scale, wrenches=wrenches, valid=valid,
                          medium=first.medium, source=first.source, foot=first.foot, provenance=provenance)
+
+
+def _per_config(ds: WrenchDataset, key: str) -> bool:
+    """Whether the provenance entry ``key`` of ``ds`` is an array with a row per configuration."""
+    v = ds.provenance.get(key)
+    return isinstance(v, np.ndarray) and v.ndim > 0 and len(v) == ds.n
 
 
 def _average(wrenches, valid, group, order):
