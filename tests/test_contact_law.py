@@ -7,6 +7,7 @@ import pytest
 
 from granular.data.sampling import mirror_permutation, sphere_directions
 from granular.data.synth import synthesize
+from granular.contact import flow
 from granular.contact.flow import twist_map
 from granular.frames import MIRROR, foot_axis, twist_at, twist_transfer
 from granular.learning import model as wm
@@ -126,6 +127,33 @@ def test_data_flow_contact_never_does_work_without_grain_term(seed):
     rec = scenarios.run(spec.with_(robot={**spec.robot, "grain_mass": [0.0, 0.0, 0.0]}, initial=initial,
                                    duration=0.5, contact="data-flow"))
     assert np.diff(rec.energy).max() <= 1e-9
+
+
+def test_data_flow_all_sliding_in_one_compiled_call_equals_its_parts(monkeypatch):
+    """The common case (every foot in contact slides) runs as one kernel; the same solve from its
+    parts (interpolant coefficients, the Delassus matrix by numpy, Newton's method) agrees."""
+    import granular.simulation.step as stepping
+
+    calls = []
+
+    def spy(qp, c, sliding, *rest):
+        calls.append((qp, c, sliding, rest))
+        return flow.data_flow(qp, c, sliding, *rest)
+
+    monkeypatch.setattr(stepping, "data_flow", spy)
+    scenarios.run(scenarios.load("quad-trot").with_(contact="data-flow", duration=0.3))
+    fused = [call for call in calls if call[2].all() and len(call[2]) > 1]
+    assert len(fused) > 50
+    for qp, c, sliding, rest in fused[::10]:
+        points, phi, r_offset, dmap, scale, solver, h = rest
+        Q = dmap.coefficients(points)
+        np.testing.assert_allclose(Q, np.matmul(dmap.inverse, points), rtol=1e-12, atol=1e-9)
+        J, G = qp.Jt, twist_map(phi, r_offset, scale)
+        a = J @ qp.v_free
+        v, wrench, ok = flow.newton(a + J @ qp.B @ c, a, h * J @ qp.B, Q, G, dmap.directions)
+        assert ok
+        np.testing.assert_allclose(flow.data_flow(qp, c, sliding, *rest), h * wrench, rtol=1e-9,
+                                   atol=1e-12 * np.abs(wrench).max())
 
 
 def test_data_flow_foot_at_rest_stays_put():

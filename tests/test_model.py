@@ -103,6 +103,18 @@ def test_fixed_normal_polytope_contains_exact_hull(sand_model, rng, kind, K):
     assert ws.outer_error(sand_model.points(thetas[:1])[0], sand_model.scale, A) < 0.5
 
 
+def test_offsets_and_points_in_one_call_match_points_and_their_support(sand_model, rng):
+    """The compiled path builds the inputs itself (clamp, mirror, scale); against the Python path's
+    points, with configurations out of contact, past the deepest data and past the largest tilt."""
+    A = sand_model.fixed_normals(32)
+    thetas = np.column_stack([rng.uniform(-0.3, 0.02, 30), rng.uniform(-1.7, 1.7, 30)])
+    thetas[:3] = [[0.01, 0.2], [-0.2, 0.3], [-0.05, 1.6]]
+    b, points = sand_model.offsets_and_points(A, thetas)
+    np.testing.assert_allclose(points, sand_model.points(thetas), rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(b, ws.support_offsets(A, points), rtol=1e-12, atol=1e-9)
+    assert not points[0].any() and not b[0].any()
+
+
 def test_fixed_normals_tighten_with_K(sand_model):
     pts = sand_model.points([[-0.05, 0.3]])[0]
     errs = [ws.outer_error(pts, sand_model.scale, sand_model.fixed_normals(K)) for K in (16, 64)]

@@ -24,7 +24,7 @@ import numpy as np
 from granular.compiled import kernel
 
 from granular.contact.qp import ContactQP, block_excess, strictly_convex
-from granular.wrench.flow import interpolate
+from granular.wrench.flow import DirectionMap, coefficients, interpolate_into
 
 LAWS = ("max-dissipation", "data-flow")
 #: The default: the paper's law. data-flow scores better on the held-out DEM set but does not yet
@@ -109,18 +109,23 @@ def twist_map(phi, r_offset, velocity_scale):
     return G
 
 
-def data_flow(qp: ContactQP, c, sliding, Q, G, U, solver, h: float):
+def data_flow(qp: ContactQP, c, sliding, points, phi, r_offset, dmap: DirectionMap, velocity_scale, solver,
+              h: float):
     """Impulses (3N,) under the data-flow law, from the max-dissipation impulses ``c``.
 
-    ``sliding`` (N,) marks the feet on the boundary of W; for them, ``Q`` (k, m + 4, 3) are the
-    coefficients of the data's direction → wrench interpolants over the directions ``U``
-    (:class:`~granular.wrench.flow.DirectionMap`) and ``G`` (k, 3, 3) their :func:`twist_map`.
-    The sliding feet's twists solve v = a + h D flow(v) by Newton's method (a: their twists without
-    their own impulses), alternating with the sticking feet's QP. Returns ``c`` unchanged when no
-    foot slides, and None when no dissipative solution is found (the caller keeps max-dissipation).
+    ``sliding`` (N,) marks the feet that follow the data's flow rule (some must); for them,
+    ``points`` (k, m, 3) are their extreme wrenches, ``phi`` and ``r_offset`` (k,) their tilts and
+    p_r offsets, and ``dmap`` the data's direction map. The sliding feet's twists solve
+    v = a + h D flow(v) by Newton's method (a: their twists without their own impulses),
+    alternating with the sticking feet's QP; when every foot slides that is one compiled call,
+    :func:`slide_all`. Returns None when no dissipative solution is found (the caller keeps
+    max-dissipation).
     """
-    if not sliding.any():
-        return c
+    U, inverse = dmap.directions, dmap.inverse
+    if len(points) == len(sliding):  # every foot slides, the common case
+        impulses, ok = slide_all(qp.Jt, qp.B, qp.v_free, c, points, inverse, U, phi, r_offset, velocity_scale, h)
+        return impulses if ok else None
+    Q, G = flow_coefficients(points, inverse, phi, r_offset, velocity_scale)
     slide3 = np.repeat(sliding, 3)
     sticky = ~sliding
     J = qp.Jt[slide3]
@@ -150,6 +155,41 @@ def data_flow(qp: ContactQP, c, sliding, Q, G, U, solver, h: float):
     return current if dissipative.all() else None
 
 
+@kernel("f8[:, :, ::1], f8[:, ::1], f8[::1], f8[::1], f8[::1]")
+def flow_coefficients(points, inverse, phi, r_offset, velocity_scale):
+    """(Q, G): the interpolants' coefficients Q (k, m + 4, 3) of the feet's extreme wrenches
+    ``points`` (k, m, 3) and their :func:`twist_map` G."""
+    return coefficients(inverse, points), twist_map(phi, r_offset, velocity_scale)
+
+
+@kernel("f8[:, ::1], f8[:, ::1], f8[::1], f8[::1], f8[:, :, ::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1], "
+        "f8[::1], f8")
+def slide_all(Jt, B, v_free, c, points, inverse, U, phi, r_offset, velocity_scale, h):
+    """(impulses, ok) of :func:`data_flow` when every foot in contact slides: Newton's method on
+    v = a + h D flow(v) from the max-dissipation impulses ``c``, with D = J_t B the Delassus matrix
+    and a = J_t v_free; ok is False unless it converges and every foot's wrench dissipates."""
+    n = Jt.shape[0]
+    JB = np.zeros((n, n))
+    a = np.zeros(n)
+    for i in range(n):
+        for k in range(Jt.shape[1]):
+            a[i] += Jt[i, k] * v_free[k]
+            for j in range(n):
+                JB[i, j] += Jt[i, k] * B[k, j]
+    v = a + _matvec(JB, c)
+    Q, G = flow_coefficients(points, inverse, phi, r_offset, velocity_scale)
+    v, wrench, ok = newton(v, a, h * JB, Q, G, U)
+    impulses = h * wrench
+    if not ok:
+        return impulses, False
+    twist = a + _matvec(JB, impulses)
+    for f in range(n // 3):
+        o = 3 * f
+        if impulses[o] * twist[o] + impulses[o + 1] * twist[o + 1] + impulses[o + 2] * twist[o + 2] > 0.0:
+            return impulses, False
+    return impulses, True
+
+
 @kernel()
 def _flow(v, Q, G, U):
     """The data's wrenches (3k,) of k feet at twists v (3k,) at p_r, and their block-diagonal
@@ -158,13 +198,14 @@ def _flow(v, Q, G, U):
     w = np.zeros(3 * k)
     dw = np.zeros((3 * k, 3 * k))
     x = np.empty(3)
+    dx = np.empty((3, 3))
     for f in range(k):
         o = 3 * f
         for a in range(3):
             x[a] = G[f, a, 0] * v[o] + G[f, a, 1] * v[o + 1] + G[f, a, 2] * v[o + 2]
-        wf, dx = interpolate(U, Q[f], x)
+        dx[:] = 0.0
+        interpolate_into(U, Q[f], x, w[o:o + 3], dx)
         for a in range(3):
-            w[o + a] = wf[a]
             for b in range(3):
                 dw[o + a, o + b] = dx[a, 0] * G[f, 0, b] + dx[a, 1] * G[f, 1, b] + dx[a, 2] * G[f, 2, b]
     return w, dw
@@ -183,9 +224,9 @@ def newton(v, a, hD, Q, G, U):
             return v, w, True
         jac = np.eye(n)
         for i in range(n):
-            for j in range(n):
-                for k in range(n):
-                    jac[i, j] -= hD[i, k] * dw[k, j]
+            for j in range(n):  # dw is block-diagonal: foot j // 3's 3 × 3 block
+                o = j - j % 3
+                jac[i, j] -= hD[i, o] * dw[o, j] + hD[i, o + 1] * dw[o + 1, j] + hD[i, o + 2] * dw[o + 2, j]
         delta = _solve(jac, -F)
         t = 1.0
         while True:

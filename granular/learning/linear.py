@@ -47,14 +47,31 @@ def mirror_average(X, centers, c2, kernel, degree, coef):
     return F[:k] @ coef[:n] + F[k:] @ coef[n:]
 
 
-@kernel("f8[:, ::1], f8[:, ::1], f8[::1], i8, i8, f8[:, ::1], f8[:, ::1]")
-def support_of_mirror_average(X, centers, c2, kernel, degree, coef, A):
-    """max(0, max_i A w_i(θ)) per configuration: the fixed-normal offsets of the mirror-averaged RBF."""
-    k, K = X.shape[0] // 2, A.shape[0]
+@kernel("f8[:, ::1], f8[::1], f8[::1], f8[::1], i8, f8[:, ::1], f8[::1], i8, i8, f8[:, ::1], f8[:, ::1]")
+def support_of_mirror_average(thetas, lo, hi, x_scale, phi_active, centers, c2, kernel, degree, coef, A):
+    """(b, W, clamped) at configurations θ (k, 2): b = max(0, max_i A w_i(θ)) per configuration, the
+    fixed-normal offsets of the mirror-averaged RBF, and W (k, 3m) its extreme wrenches (the
+    data-flow law reuses them); both zero where d ≥ 0. The model's inputs, built here because
+    numpy's per-call overhead on 4 × 2 arrays was a tenth of the data-flow step: θ clamped to
+    [lo, hi] (``clamped``: whether that moved a configuration in contact), then [θ; θ mirrored]
+    divided by x_scale, without the φ column unless ``phi_active`` (``WrenchSpaceModel._x``, compiled)."""
+    k, K, dim = thetas.shape[0], A.shape[0], 1 + phi_active
+    X = np.empty((2 * k, dim))
+    clamped = False
+    for i in range(k):
+        d, phi = min(max(thetas[i, 0], lo[0]), hi[0]), min(max(thetas[i, 1], lo[1]), hi[1])
+        if thetas[i, 0] < 0.0 and (d != thetas[i, 0] or phi != thetas[i, 1]):  # as WrenchSpaceModel.clamp
+            clamped = True
+        X[i, 0] = X[k + i, 0] = d / x_scale[0]
+        if phi_active:
+            X[i, 1], X[k + i, 1] = phi / x_scale[1], -phi / x_scale[1]
     W = mirror_average(X, centers, c2, kernel, degree, coef)  # (k, 3m)
     m = W.shape[1] // 3
     b = np.zeros((k, K))
     for i in range(k):
+        if not thetas[i, 0] < 0.0:  # out of contact (NaN too, as WrenchSpaceModel.points)
+            W[i] = 0.0
+            continue
         for f in range(K):
             best = 0.0
             for j in range(m):
@@ -62,4 +79,4 @@ def support_of_mirror_average(X, centers, c2, kernel, degree, coef, A):
                 if val > best:
                     best = val
             b[i, f] = best
-    return b
+    return b, W, clamped

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -146,12 +147,15 @@ class WrenchSpaceModel:
         thetas = np.asarray(thetas, dtype=float).reshape(-1, 2)
         out = thetas.clip(self._lo, self._hi)  # the method: a third of np.clip's overhead on tiny arrays
         if (out != thetas).any():
-            if not self._warned:
-                self._warned = True
-                log.warning("configuration outside the %r data (d ≥ %g m, |φ| ≤ %g rad): W taken at the data's "
-                            "edge, scaled in proportion to depth below the deepest data (said once per model)",
-                            self.dataset.medium, self.d_min, self.phi_max)
+            self._clamped()
         return out
+
+    def _clamped(self):
+        if not self._warned:
+            self._warned = True
+            log.warning("configuration outside the %r data (d ≥ %g m, |φ| ≤ %g rad): W taken at the data's "
+                        "edge, scaled in proportion to depth below the deepest data (said once per model)",
+                        self.dataset.medium, self.d_min, self.phi_max)
 
     def depth_factor(self, thetas):
         """max(1, d / d_min) per configuration: below the deepest data W(d, φ) = (d / d_min) W(d_min, φ).
@@ -192,12 +196,10 @@ class WrenchSpaceModel:
             both[:, cols] = reg.predict(X).reshape(2 * k, len(cols), 3)
         return 0.5 * (both[:k] + both[k:, self.perm] * MIRROR)
 
-    @property
+    @cached_property
     def direction_map(self) -> DirectionMap:
         """Interpolation over the data's directions (:mod:`granular.wrench.flow`), built on first use."""
-        if "_direction_map" not in self.__dict__:
-            self._direction_map = DirectionMap(self.dataset.directions)
-        return self._direction_map
+        return DirectionMap(self.dataset.directions)
 
     def flow(self, thetas, twists):
         """The data's wrench (k, 3) in F_r for twists (k, 3) of p_center in F_c: the recorded
@@ -207,8 +209,11 @@ class WrenchSpaceModel:
 
     def halfspaces(self, thetas):
         """Exact W(θ) for each configuration: a list of (A, b) with A w ≤ b, unit rows, b ≥ 0."""
-        pts = self.points(thetas)
-        return [wrenchspace.hull_halfspaces(p, self.scale) for p in pts]
+        return self.hulls(self.points(thetas))
+
+    def hulls(self, points):
+        """The exact W of each set of extreme wrenches (k, m, 3): a list of (A, b) as :meth:`halfspaces`."""
+        return [wrenchspace.hull_halfspaces(p, self.scale) for p in points]
 
     def fixed_normals(self, K: int = 32, kind: str = "fitted"):
         """The constant A (K, 3) of the fixed-normal representation.
@@ -231,14 +236,24 @@ class WrenchSpaceModel:
 
     def offsets(self, A, thetas):
         """b(θ) (k, K) of the fixed-normal representation: W(θ) ⊆ {w : A w ≤ b}."""
+        return self.offsets_and_points(A, thetas)[0]
+
+    def offsets_and_points(self, A, thetas):
+        """(b(θ) (k, K), the extreme wrenches (k, m, 3)) in one prediction: the offsets of
+        :meth:`offsets` and the points of :meth:`points` they are the support function of."""
         thetas = np.asarray(thetas, dtype=float).reshape(-1, 2)
-        if self._linear is None or not (thetas[:, 0] < 0).all():
-            return wrenchspace.support_offsets(A, self.points(thetas))
-        th = self.clamp(thetas)  # all in contact: the compiled path, fused with the support function
-        X = np.concatenate([th, th * _FLIP_PHI]) / self.x_scale
-        b = support_of_mirror_average(X if self.active.all() else X[:, self.active], *self._linear,
-                                      np.ascontiguousarray(A))
-        return b * self.depth_factor(thetas)[:, None]
+        if self._linear is None:
+            points = self.points(thetas)
+            return wrenchspace.support_offsets(A, points), points
+        b, W, clamped = support_of_mirror_average(thetas, self._lo, self._hi, self.x_scale, int(self.active[1]),
+                                                  *self._linear, A)
+        if clamped:
+            self._clamped()
+        W = W.reshape(len(thetas), self.m, 3)
+        if (thetas[:, 0] >= self.d_min).all():
+            return b, W
+        factor = self.depth_factor(thetas)
+        return b * factor[:, None], W * factor[:, None, None]
 
 
 def fit(ds: wd.WrenchDataset, regressor: str = "rbf", **params) -> WrenchSpaceModel:

@@ -17,7 +17,7 @@ import numpy as np
 
 from granular.contact.detection import ContactFrames, Feet, detect
 from granular.contact import compliant
-from granular.contact.flow import DEFAULT_LAW, LAWS as QP_LAWS, data_flow, twist_map
+from granular.contact.flow import DEFAULT_LAW, LAWS as QP_LAWS, data_flow
 from granular.contact.qp import ContactQP, SolverError, stack_blocks
 from granular.errors import GranularError
 from granular.learning.model import WrenchSpaceModel
@@ -85,15 +85,19 @@ class StepInfo:
 
 def wrench_spaces(model: SimModel, theta):
     """Stacked constraints (A, b, rows) of W for feet at configurations ``theta`` (k, 2):
-    A w ≤ b on the feet's stacked wrenches, in the model's representation."""
+    A w ≤ b on the feet's stacked wrenches, in the model's representation; and the extreme
+    wrenches (k, m, 3) W is the hull of."""
+    wm = model.wrenches
     if model.representation == "exact":
-        spaces = model.wrenches.halfspaces(theta)
-        return stack_blocks([A for A, _ in spaces], [b for _, b in spaces])
+        points = wm.points(theta)
+        spaces = wm.hulls(points)
+        return *stack_blocks([A for A, _ in spaces], [b for _, b in spaces]), points
     k = len(theta)
     if k not in model._stacked:
         model._stacked[k] = stack_blocks([model.A_fixed] * k, [np.zeros(len(model.A_fixed))] * k)
     A, _, rows = model._stacked[k]
-    return A, model.wrenches.offsets(model.A_fixed, theta).ravel(), rows
+    b, points = wm.offsets_and_points(model.A_fixed, theta)
+    return A, b.ravel(), rows, points
 
 
 def step(model: SimModel, state: State, u, solver, index: int = 0):
@@ -107,9 +111,9 @@ def step(model: SimModel, state: State, u, solver, index: int = 0):
     wrench = np.zeros((len(model.contacts), 3))
     slipping = np.zeros(len(model.contacts), dtype=bool)
     if model.compliant is None:
-        A, b, rows = wrench_spaces(model, frames.theta if every else frames.theta[on])
+        A, b, rows, points = wrench_spaces(model, frames.theta if every else frames.theta[on])
     else:  # no wrench space: the penalty force is a function of the state
-        A, b, rows = np.zeros((0, 3 * len(on))), np.zeros(0), np.zeros(1, dtype=int)
+        A, b, rows, points = np.zeros((0, 3 * len(on))), np.zeros(0), np.zeros(1, dtype=int), None
     qp = ContactQP(M=M, v=state.v, impulse=h * (k + u),
                    Jt=(frames.Jt if every else frames.Jt[on]).reshape(-1, mb.ndof),
                    Jp=(frames.Jp if every else frames.Jp[on]).reshape(-1, mb.ndof),
@@ -123,16 +127,16 @@ def step(model: SimModel, state: State, u, solver, index: int = 0):
             # penalty forces from the state at the start of the step (explicit: small steps, see bench)
             c = h * compliant.wrench(model.compliant, frames.theta[on], qp.Jt @ state.v, model.feet.r_offset[on]).ravel()
         else:
-            c, slipping[on], fallback = _learned(model, qp, frames, on, state, solver, index)
+            c, slipping[on], fallback = _learned(model, qp, frames, on, points, state, solver, index)
         v_next = qp.velocity(c)
         wrench[on] = c.reshape(-1, 3) / h
     info = StepInfo(frames.theta, frames.active, wrench, slipping, frames.p_center, fallback)
     return State(state.t + h, state.q + h * v_next, v_next), info
 
 
-def _learned(model: SimModel, qp, frames, on, state, solver, index):
-    """The impulses of the feet ``on`` in their learned W(θ), per the model's contact law: (c, which
-    feet slip, whether data-flow fell back to max-dissipation)."""
+def _learned(model: SimModel, qp, frames, on, points, state, solver, index):
+    """The impulses of the feet ``on`` in their learned W(θ) (the hulls of ``points``), per the
+    model's contact law: (c, which feet slip, whether data-flow fell back to max-dissipation)."""
     c = _solve(solver, qp, model, frames, on, state, index)
     grains = model.feet.grain_mass.any()
     if grains and _work(qp, c) > WORK_TOLERANCE:
@@ -144,8 +148,15 @@ def _learned(model: SimModel, qp, frames, on, state, solver, index):
     slipping = qp.slack_max(c) >= -1e-6 * max(qp.ub.max(), 1e-12)
     if model.contact_law != "data-flow":
         return c, slipping, False
-    flow = _data_flow(model, qp, c, slipping, frames.theta[on], on, solver)
-    fallback = flow is None or (grains and _work(qp, flow) > WORK_TOLERANCE)
+    phi = frames.theta[on, 1]
+    sliding = slipping & (np.abs(phi) <= model.wrenches.phi_max)
+    count = np.count_nonzero(sliding)
+    if not count:
+        return c, slipping, False
+    all_slide = count == len(sliding)
+    flow = _data_flow(model, qp, c, sliding, all_slide, on, phi, points, solver)
+    # when all slide, the law's own check (each foot's wrench dissipates) bounds the work
+    fallback = flow is None or (grains and not all_slide and _work(qp, flow) > WORK_TOLERANCE)
     return (c if fallback else flow), slipping, fallback
 
 
@@ -154,18 +165,16 @@ def _work(qp, c) -> float:
     return float(c @ (qp.Jt @ qp.velocity(c)))
 
 
-def _data_flow(model: SimModel, qp, c, sliding, theta, on, solver):
-    """The data-flow law's impulses, or None if it finds no dissipative answer. Only feet tilted
-    within the data follow the data's flow rule; past the data's tilts there is no recorded direction → wrench map to follow, and those feet keep
-    max-dissipation (their impulses are solved with the sticking feet's)."""
+def _data_flow(model: SimModel, qp, c, sliding, all_slide, on, phi, points, solver):
+    """The data-flow law's impulses, or None if it finds no dissipative answer. ``sliding`` marks
+    the feet that follow the data's flow rule (``all_slide``: all of them): those on ∂W and tilted
+    within the data (past the data's tilts there is no recorded direction → wrench map to follow,
+    and those feet keep max-dissipation: their impulses are solved with the sticking feet's)."""
     wm = model.wrenches
-    sliding = sliding & (np.abs(theta[:, 1]) <= wm.phi_max)
-    if not sliding.any():
-        return c
-    th = theta[sliding]
-    G = twist_map(th[:, 1], model.feet.r_offset[on[sliding]], wm.dataset.velocity_scale)
-    dmap = wm.direction_map
-    return data_flow(qp, c, sliding, dmap.coefficients(wm.points(th)), G, dmap.directions, solver, model.dt)
+    if not all_slide:
+        on, phi, points = on[sliding], phi[sliding], points[sliding]
+    return data_flow(qp, c, sliding, points, phi, model.feet.r_offset[on], wm.direction_map,
+                     wm.dataset.velocity_scale, solver, model.dt)
 
 
 def _solve(solver, qp, model, frames: ContactFrames, on, state, index):

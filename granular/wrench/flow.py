@@ -38,7 +38,7 @@ class DirectionMap:
 
     def coefficients(self, points):
         """Q (k, m + 4, 3) of the interpolants of the extreme wrenches (k, m, 3), one per configuration."""
-        return np.matmul(self.inverse, points)
+        return coefficients(self.inverse, np.asarray(points, dtype=float))
 
     def weights(self, x):
         """λ (k, m) for directions x (k, 3), normalised here; a zero row where x is zero (no motion)."""
@@ -52,35 +52,56 @@ class DirectionMap:
         return np.array([interpolate(self.directions, q, row)[0] for q, row in zip(Q, x)])
 
 
+@kernel("f8[:, ::1], f8[:, :, ::1]")
+def coefficients(inverse, points):
+    """Q = inverse @ P (k, m + 4, 3) per configuration of the extreme wrenches P (k, m, 3)."""
+    k, m = points.shape[0], points.shape[1]
+    Q = np.zeros((k, inverse.shape[0], 3))
+    for f in range(k):
+        for i in range(inverse.shape[0]):
+            for j in range(m):
+                for a in range(3):
+                    Q[f, i, a] += inverse[i, j] * points[f, j, a]
+    return Q
+
+
 @kernel("f8[:, ::1], f8[:, ::1], f8[::1]")
 def interpolate(U, Q, x):
     """w (p,) and dw/dx (p, 3) at x (3,), any length, of the interpolant with coefficients Q
     (m + 4, p): the cubic kernel φ(r) = r³ of the chord distance r = |u − U_j| between unit vectors,
     u = x / |x|, with the affine tail [1, u]. Zero at x = 0 (no motion, no flow wrench)."""
+    p = Q.shape[1]
+    w, dw = np.zeros(p), np.zeros((p, 3))
+    interpolate_into(U, Q, x, w, dw)
+    return w, dw
+
+
+@kernel()
+def interpolate_into(U, Q, x, w, dw):
+    """:func:`interpolate` written into w (p,) and dw (p, 3), which are zero on entry: the step's
+    Newton loop calls it per foot and per iterate, where allocating cost a tenth of its time."""
     m, p = U.shape[0], Q.shape[1]
-    w = np.zeros(p)
-    dw = np.zeros((p, 3))
     n = np.sqrt(x[0] * x[0] + x[1] * x[1] + x[2] * x[2])
     if n == 0.0:
-        return w, dw
-    u = x / n
-    du = np.zeros((p, 3))  # dw/du
-    for i in range(p):
-        w[i] = Q[m, i] + u[0] * Q[m + 1, i] + u[1] * Q[m + 2, i] + u[2] * Q[m + 3, i]
+        return
+    u0, u1, u2 = x[0] / n, x[1] / n, x[2] / n
+    for i in range(p):  # dw holds dw/du until the projection below
+        w[i] = Q[m, i] + u0 * Q[m + 1, i] + u1 * Q[m + 2, i] + u2 * Q[m + 3, i]
         for a in range(3):
-            du[i, a] = Q[m + 1 + a, i]
+            dw[i, a] = Q[m + 1 + a, i]
     for j in range(m):
-        r = np.sqrt(max(2.0 - 2.0 * (u[0] * U[j, 0] + u[1] * U[j, 1] + u[2] * U[j, 2]), 0.0))
+        r = np.sqrt(max(2.0 - 2.0 * (u0 * U[j, 0] + u1 * U[j, 1] + u2 * U[j, 2]), 0.0))
         value, slope = r * r * r, -3.0 * r  # d(r³)/du = −3 r U_j
         for i in range(p):
-            w[i] += value * Q[j, i]
+            q = Q[j, i]
+            w[i] += value * q
             for a in range(3):
-                du[i, a] += slope * U[j, a] * Q[j, i]
+                dw[i, a] += slope * U[j, a] * q
     for i in range(p):  # du/dx = (I − u uᵀ) / n
-        along = du[i, 0] * u[0] + du[i, 1] * u[1] + du[i, 2] * u[2]
-        for a in range(3):
-            dw[i, a] = (du[i, a] - along * u[a]) / n
-    return w, dw
+        along = dw[i, 0] * u0 + dw[i, 1] * u1 + dw[i, 2] * u2
+        dw[i, 0] = (dw[i, 0] - along * u0) / n
+        dw[i, 1] = (dw[i, 1] - along * u1) / n
+        dw[i, 2] = (dw[i, 2] - along * u2) / n
 
 
 def dissipating(points, twist_r):
