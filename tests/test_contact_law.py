@@ -14,7 +14,7 @@ from granular.learning import model as wm
 from granular.learning.catalog import load_model
 from granular.scenarios import scenario as scenarios
 from granular.scenarios import validation
-from granular.wrench.flow import DirectionMap, interpolate
+from granular.wrench.flow import DirectionMap, interpolate, leading_fractions
 
 VALIDATION = Path(__file__).resolve().parent.parent / "data" / "validation"
 
@@ -32,40 +32,97 @@ def test_twist_transfer_is_rigid_motion_and_the_compiled_map_agrees():
     np.testing.assert_allclose(twist_map(phi, offset, scale), twist_transfer(arm) / scale[:, None], atol=1e-12)
 
 
+SCALE, RADIUS = np.array([0.02, 0.02, 0.3]), 0.05
+
+
+def _fractions(dmap, U, theta):
+    """The plate's and the +t wall's leading fractions at directions U (the tail's s and g)."""
+    out = np.empty((2, 3))
+    return np.array([leading_fractions(u, theta[0], theta[1], dmap.geometry, out) for u in U])
+
+
 @pytest.mark.parametrize("m", [26, 58])
-def test_direction_map_hits_the_samples_and_reproduces_affine_maps(m):
+@pytest.mark.parametrize("theta", [(-0.05, 0.0), (-0.02, 0.7)])
+def test_direction_map_hits_the_samples_and_reproduces_its_tail(m, theta):
+    """Exact at the recorded directions; between them exact for any wrench affine in u, and
+    affine in u times a face's leading fraction (a translating foot's RFT wrench within one set of
+    leading faces, and its switch as a face turns from leading to trailing)."""
     U = sphere_directions(m)
-    dmap = DirectionMap(U)
-    np.testing.assert_allclose(dmap.weights(U), np.eye(m), atol=1e-9)
+    dmap = DirectionMap(U, SCALE, RADIUS)
+    np.testing.assert_allclose(dmap.weights(U, theta), np.eye(m), atol=1e-9)
     rng = np.random.default_rng(0)
-    a, B = rng.normal(size=3), rng.normal(size=(3, 3))
-    points = (a + U @ B.T)[None].repeat(50, axis=0)  # w_j = a + B u_j
+    a, B, c, D = rng.normal(size=3), rng.normal(size=(3, 3)), rng.normal(size=3), rng.normal(size=(3, 3))
+
+    def wrench(u):
+        s = _fractions(dmap, u, theta)[:, :1]
+        return a + u @ B.T + s * (c + u @ D.T)
+
     u = rng.normal(size=(50, 3))
     u /= np.linalg.norm(u, axis=1, keepdims=True)
-    np.testing.assert_allclose(dmap.wrenches(points, u), a + u @ B.T, atol=1e-9)
-    assert not dmap.weights(np.zeros((1, 3))).any(), "no motion, no flow wrench"
+    thetas = np.repeat([theta], 50, axis=0)
+    np.testing.assert_allclose(dmap.wrenches(wrench(U)[None].repeat(50, axis=0), thetas, u), wrench(u), atol=1e-8)
+    assert not dmap.weights(np.zeros((1, 3)), theta).any(), "no motion, no flow wrench"
+
+
+def test_leading_fractions_of_the_plate_and_walls():
+    """Translating down, the upright foot's plate leads whole; up, it trails; drawn sideways it is at
+    its switch (half). Turning on the spot, half the plate leads, and one wall leads its whole
+    buried length, the other none."""
+    dmap = DirectionMap(sphere_directions(26), SCALE, RADIUS)
+    U = np.array([[0.0, -1.0, 0.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, 0.0, -1.0]])
+    s, g = _fractions(dmap, U, (-0.05, 0.0)).T
+    np.testing.assert_allclose(s, [1.0, 0.0, 0.5, 0.5, 0.5])
+    np.testing.assert_allclose(g[3] + g[4], 1.0)
+    assert {g[3], g[4]} == {0.0, 1.0}
+
+
+def test_leave_one_direction_out_by_rippa_equals_refitting():
+    """The tail is chosen by each recorded wrench's error when its direction is left out; Rippa's
+    formula gives it from one inverse, and refitting without the direction gives the same."""
+    ds = load_model("sand").dataset
+    theta, w = ds.configs[10], ds.wrenches[10]
+    scale = np.abs(w).max(axis=0)
+    dmap = DirectionMap(ds.directions, ds.velocity_scale, ds.foot.radius)
+    errors = []
+    for j in range(len(w)):
+        keep = np.arange(len(w)) != j
+        refit = DirectionMap(ds.directions[keep], ds.velocity_scale, ds.foot.radius)
+        errors.append((refit.wrenches(w[keep][None], theta, dmap.directions[j])[0] - w[j]) / scale)
+    assert dmap.leave_one_out(theta[None], w[None], scale) == pytest.approx(np.sqrt(np.mean(np.square(errors))),
+                                                                            rel=1e-6)
+
+
+def test_each_medium_takes_the_tail_its_data_carry():
+    """The synthetic media resolve the faces' switches and take the leading fractions; the DEM Beads,
+    18 noisy directions, keep the affine tail."""
+    assert load_model("sand").direction_map.tail == "leading"
+    assert load_model("pebbles").direction_map.tail == "leading"
+    assert load_model("beads").direction_map.tail == "affine"
 
 
 def test_interpolant_derivative_matches_differences():
     """Newton's method in the step relies on dw/dx."""
-    dmap = DirectionMap(sphere_directions(26))
-    Q = dmap.coefficients(load_model("sand").points(np.array([[-0.05, 0.4]])))[0]
+    theta = np.array([-0.05, 0.4])
+    dmap = DirectionMap(sphere_directions(26), SCALE, RADIUS)
+    Q = dmap.coefficients(load_model("sand").points(theta[None]), theta)[0]
     rng = np.random.default_rng(2)
-    for x in rng.normal(size=(5, 3)):
-        _, dw = interpolate(dmap.directions, Q, x)
+    for x in rng.normal(size=(8, 3)):
+        _, dw = interpolate(dmap.directions, Q, x, *theta, dmap.geometry)
         eps = 1e-6 * np.linalg.norm(x)
-        diff = np.column_stack([(interpolate(dmap.directions, Q, x + eps * e)[0]
-                                 - interpolate(dmap.directions, Q, x - eps * e)[0]) / (2 * eps) for e in np.eye(3)])
+        diff = np.column_stack([(interpolate(dmap.directions, Q, x + eps * e, *theta, dmap.geometry)[0]
+                                 - interpolate(dmap.directions, Q, x - eps * e, *theta, dmap.geometry)[0]) / (2 * eps)
+                                for e in np.eye(3)])
         np.testing.assert_allclose(dw, diff, rtol=1e-5, atol=1e-6 * np.abs(Q).max())
 
 
 def test_direction_map_is_mirror_symmetric():
     U = sphere_directions(26)
     perm = mirror_permutation(U)
-    dmap = DirectionMap(U)
+    dmap = DirectionMap(U, SCALE, RADIUS)
     u = np.random.default_rng(1).normal(size=(20, 3))
     u /= np.linalg.norm(u, axis=1, keepdims=True)
-    np.testing.assert_allclose(dmap.weights(u * MIRROR)[:, perm], dmap.weights(u), atol=1e-12)
+    np.testing.assert_allclose(dmap.weights(u * MIRROR, (-0.04, -0.3))[:, perm], dmap.weights(u, (-0.04, 0.3)),
+                               atol=1e-9)
 
 
 def test_flow_returns_the_recorded_wrench_at_a_recorded_direction():
@@ -85,11 +142,11 @@ def _self_consistency(model, law, zeta):
 
 @pytest.mark.parametrize("m", [26, 58])
 def test_data_flow_follows_its_rft_source_where_max_dissipation_does_not(m):
-    """Against the RFT the model was learned from, on the held-out paths: measured 0.08 (m = 26) and
-    0.05 (m = 58) for data-flow, 0.42 and 0.49 for max-dissipation."""
+    """Against the RFT the model was learned from, on the held-out paths: measured 0.031 (m = 26)
+    and 0.019 (m = 58) for data-flow, 0.42 and 0.48 for max-dissipation; issue 15's target is 0.05."""
     model = load_model("sand") if m == 26 else wm.fit(synthesize("rft", "sand", m=m))
     flow = _self_consistency(model, "data-flow", 1.2)
-    assert flow < 0.10
+    assert flow <= 0.05
     assert _self_consistency(model, "max-dissipation", 1.2) > 3 * flow
 
 
@@ -142,18 +199,29 @@ def test_data_flow_all_sliding_in_one_compiled_call_equals_its_parts(monkeypatch
 
     monkeypatch.setattr(stepping, "data_flow", spy)
     scenarios.run(scenarios.load("quad-trot").with_(contact="data-flow", duration=0.3))
-    fused = [call for call in calls if call[2].all() and len(call[2]) > 1]
-    assert len(fused) > 50
-    for qp, c, sliding, rest in fused[::10]:
-        points, phi, r_offset, dmap, scale, solver, h = rest
-        Q = dmap.coefficients(points)
-        np.testing.assert_allclose(Q, np.matmul(dmap.inverse, points), rtol=1e-12, atol=1e-9)
-        J, G = qp.Jt, twist_map(phi, r_offset, scale)
+    fused_calls = [call for call in calls if call[2].all() and len(call[2]) > 1][::10]
+    assert len(fused_calls) > 5
+    solved = 0
+    for qp, c, sliding, rest in fused_calls:
+        points, theta, r_offset, dmap, solver, h = rest
+        Q = dmap.coefficients(points, theta)
+        for q, th, p in zip(Q, theta, points):  # the interpolants hit the recorded wrenches
+            hit = [interpolate(dmap.directions, q, u, *th, dmap.geometry)[0] for u in dmap.directions]
+            np.testing.assert_allclose(hit, p, rtol=1e-9, atol=1e-9 * np.abs(p).max())
+        J, G = qp.Jt, twist_map(theta[:, 1], r_offset, dmap.geometry[:3])
         a = J @ qp.v_free
-        v, wrench, ok = flow.newton(a + J @ qp.B @ c, a, h * J @ qp.B, Q, G, dmap.directions)
-        assert ok
-        np.testing.assert_allclose(flow.data_flow(qp, c, sliding, *rest), h * wrench, rtol=1e-9,
-                                   atol=1e-12 * np.abs(wrench).max())
+        v, wrench, ok = flow.newton(a + J @ qp.B @ c, a, h * J @ qp.B, Q, G, dmap.directions, theta, dmap.geometry)
+        fused = flow.data_flow(qp, c, sliding, *rest)
+        if not ok:  # then the step keeps max-dissipation
+            assert fused is None
+            continue
+        solved += 1
+        dissipates = (wrench.reshape(-1, 3) * (a + J @ qp.B @ (h * wrench)).reshape(-1, 3)).sum(axis=1) <= 0
+        if dissipates.all():
+            np.testing.assert_allclose(fused, h * wrench, rtol=1e-9, atol=1e-12 * np.abs(wrench).max())
+        else:
+            assert fused is None
+    assert solved >= 0.8 * len(fused_calls)
 
 
 def test_data_flow_foot_at_rest_stays_put():

@@ -24,7 +24,7 @@ import numpy as np
 from granular.compiled import kernel
 
 from granular.contact.qp import ContactQP, block_excess, strictly_convex
-from granular.wrench.flow import DirectionMap, coefficients, interpolate_into
+from granular.wrench.flow import TAILS, DirectionMap, coefficients, interpolate_into, solve
 
 LAWS = ("max-dissipation", "data-flow")
 #: The default: the paper's law. data-flow scores better on the held-out DEM set but does not yet
@@ -109,23 +109,22 @@ def twist_map(phi, r_offset, velocity_scale):
     return G
 
 
-def data_flow(qp: ContactQP, c, sliding, points, phi, r_offset, dmap: DirectionMap, velocity_scale, solver,
-              h: float):
+def data_flow(qp: ContactQP, c, sliding, points, theta, r_offset, dmap: DirectionMap, solver, h: float):
     """Impulses (3N,) under the data-flow law, from the max-dissipation impulses ``c``.
 
     ``sliding`` (N,) marks the feet that follow the data's flow rule (some must); for them,
-    ``points`` (k, m, 3) are their extreme wrenches, ``phi`` and ``r_offset`` (k,) their tilts and
-    p_r offsets, and ``dmap`` the data's direction map. The sliding feet's twists solve
-    v = a + h D flow(v) by Newton's method (a: their twists without their own impulses),
-    alternating with the sticking feet's QP; when every foot slides that is one compiled call,
-    :func:`slide_all`. Returns None when no dissipative solution is found (the caller keeps
+    ``points`` (k, m, 3) are their extreme wrenches, ``theta`` (k, 2) their configurations,
+    ``r_offset`` (k,) their p_r offsets, and ``dmap`` the data's direction map. The sliding feet's
+    twists solve v = a + h D flow(v) by Newton's method (a: their twists without their own
+    impulses), alternating with the sticking feet's QP; when every foot slides that is one compiled
+    call, :func:`slide_all`. Returns None when no dissipative solution is found (the caller keeps
     max-dissipation).
     """
-    U, inverse = dmap.directions, dmap.inverse
+    U, Kinv, geometry, size = dmap.directions, dmap.kernel_inverse, dmap.geometry, TAILS[dmap.tail]
     if len(points) == len(sliding):  # every foot slides, the common case
-        impulses, ok = slide_all(qp.Jt, qp.B, qp.v_free, c, points, inverse, U, phi, r_offset, velocity_scale, h)
+        impulses, ok = slide_all(qp.Jt, qp.B, qp.v_free, c, points, Kinv, U, geometry, size, theta, r_offset, h)
         return impulses if ok else None
-    Q, G = flow_coefficients(points, inverse, phi, r_offset, velocity_scale)
+    Q, G = flow_coefficients(points, Kinv, U, geometry, size, theta, r_offset)
     slide3 = np.repeat(sliding, 3)
     sticky = ~sliding
     J = qp.Jt[slide3]
@@ -137,7 +136,7 @@ def data_flow(qp: ContactQP, c, sliding, points, phi, r_offset, dmap: DirectionM
     stick = _sticking_solver(qp, sticky, solver) if sticky.any() else None
     for _ in range(ITERATIONS if stick else 1):
         a = v_free + JB[:, ~slide3] @ current[~slide3]
-        v, wrench, ok = newton(v, a, hD, Q, G, U)
+        v, wrench, ok = newton(v, a, hD, Q, G, U, theta, geometry)
         if not ok:
             return None
         new = current.copy()
@@ -155,16 +154,17 @@ def data_flow(qp: ContactQP, c, sliding, points, phi, r_offset, dmap: DirectionM
     return current if dissipative.all() else None
 
 
-@kernel("f8[:, :, ::1], f8[:, ::1], f8[::1], f8[::1], f8[::1]")
-def flow_coefficients(points, inverse, phi, r_offset, velocity_scale):
-    """(Q, G): the interpolants' coefficients Q (k, m + 4, 3) of the feet's extreme wrenches
-    ``points`` (k, m, 3) and their :func:`twist_map` G."""
-    return coefficients(inverse, points), twist_map(phi, r_offset, velocity_scale)
+@kernel("f8[:, :, ::1], f8[:, ::1], f8[:, ::1], f8[::1], i8, f8[:, ::1], f8[::1]")
+def flow_coefficients(points, Kinv, U, geometry, size, theta, r_offset):
+    """(Q, G): the interpolants' coefficients Q (k, m + 12, 3) of the feet's extreme wrenches
+    ``points`` (k, m, 3) at their configurations ``theta`` (k, 2) (:class:`DirectionMap`) and
+    their :func:`twist_map` G."""
+    return coefficients(Kinv, U, geometry, size, theta, points), twist_map(theta[:, 1], r_offset, geometry[:3])
 
 
-@kernel("f8[:, ::1], f8[:, ::1], f8[::1], f8[::1], f8[:, :, ::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1], "
-        "f8[::1], f8")
-def slide_all(Jt, B, v_free, c, points, inverse, U, phi, r_offset, velocity_scale, h):
+@kernel("f8[:, ::1], f8[:, ::1], f8[::1], f8[::1], f8[:, :, ::1], f8[:, ::1], f8[:, ::1], f8[::1], i8, "
+        "f8[:, ::1], f8[::1], f8")
+def slide_all(Jt, B, v_free, c, points, Kinv, U, geometry, size, theta, r_offset, h):
     """(impulses, ok) of :func:`data_flow` when every foot in contact slides: Newton's method on
     v = a + h D flow(v) from the max-dissipation impulses ``c``, with D = J_t B the Delassus matrix
     and a = J_t v_free; ok is False unless it converges and every foot's wrench dissipates."""
@@ -177,8 +177,8 @@ def slide_all(Jt, B, v_free, c, points, inverse, U, phi, r_offset, velocity_scal
             for j in range(n):
                 JB[i, j] += Jt[i, k] * B[k, j]
     v = a + _matvec(JB, c)
-    Q, G = flow_coefficients(points, inverse, phi, r_offset, velocity_scale)
-    v, wrench, ok = newton(v, a, h * JB, Q, G, U)
+    Q, G = flow_coefficients(points, Kinv, U, geometry, size, theta, r_offset)
+    v, wrench, ok = newton(v, a, h * JB, Q, G, U, theta, geometry)
     impulses = h * wrench
     if not ok:
         return impulses, False
@@ -191,7 +191,7 @@ def slide_all(Jt, B, v_free, c, points, inverse, U, phi, r_offset, velocity_scal
 
 
 @kernel()
-def _flow(v, Q, G, U):
+def _flow(v, Q, G, U, theta, geometry):
     """The data's wrenches (3k,) of k feet at twists v (3k,) at p_r, and their block-diagonal
     derivative (3k, 3k)."""
     k = Q.shape[0]
@@ -204,18 +204,18 @@ def _flow(v, Q, G, U):
         for a in range(3):
             x[a] = G[f, a, 0] * v[o] + G[f, a, 1] * v[o + 1] + G[f, a, 2] * v[o + 2]
         dx[:] = 0.0
-        interpolate_into(U, Q[f], x, w[o:o + 3], dx)
+        interpolate_into(U, Q[f], x, theta[f, 0], theta[f, 1], geometry, w[o:o + 3], dx)
         for a in range(3):
             for b in range(3):
                 dw[o + a, o + b] = dx[a, 0] * G[f, 0, b] + dx[a, 1] * G[f, 1, b] + dx[a, 2] * G[f, 2, b]
     return w, dw
 
 
-@kernel("f8[::1], f8[::1], f8[:, :], f8[:, :, ::1], f8[:, :, ::1], f8[:, ::1]")
-def newton(v, a, hD, Q, G, U):
+@kernel("f8[::1], f8[::1], f8[:, :], f8[:, :, ::1], f8[:, :, ::1], f8[:, ::1], f8[:, ::1], f8[::1]")
+def newton(v, a, hD, Q, G, U, theta, geometry):
     """(v, wrench, converged): a root of F(v) = v − a − hD flow(v) from ``v``, with backtracking."""
     n = len(v)
-    w, dw = _flow(v, Q, G, U)
+    w, dw = _flow(v, Q, G, U, theta, geometry)
     F = v - a - _matvec(hD, w)
     size = NEWTON_TOLERANCE * (np.abs(a).max() + np.abs(v).max() + 1e-12)
     for _ in range(NEWTON_STEPS):
@@ -227,11 +227,11 @@ def newton(v, a, hD, Q, G, U):
             for j in range(n):  # dw is block-diagonal: foot j // 3's 3 × 3 block
                 o = j - j % 3
                 jac[i, j] -= hD[i, o] * dw[o, j] + hD[i, o + 1] * dw[o + 1, j] + hD[i, o + 2] * dw[o + 2, j]
-        delta = _solve(jac, -F)
+        delta = solve(jac, (-F).reshape((n, 1)))[:, 0]
         t = 1.0
         while True:
             trial = v + t * delta
-            w_trial, dw_trial = _flow(trial, Q, G, U)
+            w_trial, dw_trial = _flow(trial, Q, G, U, theta, geometry)
             F_trial = trial - a - _matvec(hD, w_trial)
             if np.abs(F_trial).max() < norm:
                 break
@@ -249,26 +249,3 @@ def _matvec(A, x):
         for j in range(A.shape[1]):
             out[i] += A[i, j] * x[j]
     return out
-
-
-@kernel()
-def _solve(A, b):
-    """x with A x = b by Gaussian elimination with partial pivoting (n ≤ 3 × feet: no LAPACK call)."""
-    n = len(b)
-    A, x = A.copy(), b.copy()
-    for col in range(n):
-        pivot = col + np.argmax(np.abs(A[col:, col]))
-        if pivot != col:
-            for j in range(n):
-                A[col, j], A[pivot, j] = A[pivot, j], A[col, j]
-            x[col], x[pivot] = x[pivot], x[col]
-        for row in range(col + 1, n):
-            f = A[row, col] / A[col, col]
-            for j in range(col, n):
-                A[row, j] -= f * A[col, j]
-            x[row] -= f * x[col]
-    for row in range(n - 1, -1, -1):
-        for j in range(row + 1, n):
-            x[row] -= A[row, j] * x[j]
-        x[row] /= A[row, row]
-    return x

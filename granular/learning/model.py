@@ -22,7 +22,7 @@ import numpy as np
 
 from granular.data import dataset as wd
 from granular.wrench import polytopes as wrenchspace
-from granular.wrench.flow import DirectionMap
+from granular.wrench.flow import DirectionMap, choose_tail
 from granular.errors import GranularError
 from granular.frames import MIRROR
 from granular.io.h5io import atomic_h5, attr, read_h5
@@ -198,14 +198,19 @@ class WrenchSpaceModel:
 
     @cached_property
     def direction_map(self) -> DirectionMap:
-        """Interpolation over the data's directions (:mod:`granular.wrench.flow`), built on first use."""
-        return DirectionMap(self.dataset.directions)
+        """Interpolation over the data's directions (:mod:`granular.wrench.flow`), with the tail that
+        predicts the data's own left-out directions best; built on first use."""
+        ds = self.dataset
+        tail, scores = choose_tail(ds)
+        log.info("%s data-flow map: %s tail (leave-one-direction-out error %s)", ds.medium, tail,
+                 ", ".join(f"{k} {v:.4f}" for k, v in scores.items()))
+        return DirectionMap(ds.directions, ds.velocity_scale, ds.foot.radius, tail)
 
     def flow(self, thetas, twists):
         """The data's wrench (k, 3) in F_r for twists (k, 3) of p_center in F_c: the recorded
         direction → wrench map interpolated between the sampled directions; zero at rest or out of contact."""
         x = np.asarray(twists, dtype=float).reshape(-1, 3) / self.dataset.velocity_scale
-        return self.direction_map.wrenches(self.points(thetas), x)
+        return self.direction_map.wrenches(self.points(thetas), thetas, x)
 
     def halfspaces(self, thetas):
         """Exact W(θ) for each configuration: a list of (A, b) with A w ≤ b, unit rows, b ≥ 0."""

@@ -148,13 +148,13 @@ def _learned(model: SimModel, qp, frames, on, points, state, solver, index):
     slipping = qp.slack_max(c) >= -1e-6 * max(qp.ub.max(), 1e-12)
     if model.contact_law != "data-flow":
         return c, slipping, False
-    phi = frames.theta[on, 1]
-    sliding = slipping & (np.abs(phi) <= model.wrenches.phi_max)
+    theta = frames.theta[on]
+    sliding = slipping & (np.abs(theta[:, 1]) <= model.wrenches.phi_max)
     count = np.count_nonzero(sliding)
     if not count:
         return c, slipping, False
     all_slide = count == len(sliding)
-    flow = _data_flow(model, qp, c, sliding, all_slide, on, phi, points, solver)
+    flow = _data_flow(model, qp, c, sliding, all_slide, on, theta, points, solver)
     # when all slide, the law's own check (each foot's wrench dissipates) bounds the work
     fallback = flow is None or (grains and not all_slide and _work(qp, flow) > WORK_TOLERANCE)
     return (c if fallback else flow), slipping, fallback
@@ -165,16 +165,15 @@ def _work(qp, c) -> float:
     return float(c @ (qp.Jt @ qp.velocity(c)))
 
 
-def _data_flow(model: SimModel, qp, c, sliding, all_slide, on, phi, points, solver):
+def _data_flow(model: SimModel, qp, c, sliding, all_slide, on, theta, points, solver):
     """The data-flow law's impulses, or None if it finds no dissipative answer. ``sliding`` marks
     the feet that follow the data's flow rule (``all_slide``: all of them): those on ∂W and tilted
     within the data (past the data's tilts there is no recorded direction → wrench map to follow,
     and those feet keep max-dissipation: their impulses are solved with the sticking feet's)."""
-    wm = model.wrenches
     if not all_slide:
-        on, phi, points = on[sliding], phi[sliding], points[sliding]
-    return data_flow(qp, c, sliding, points, phi, model.feet.r_offset[on], wm.direction_map,
-                     wm.dataset.velocity_scale, solver, model.dt)
+        on, theta, points = on[sliding], theta[sliding], points[sliding]
+    return data_flow(qp, c, sliding, points, theta, model.feet.r_offset[on], model.wrenches.direction_map,
+                     solver, model.dt)
 
 
 def _solve(solver, qp, model, frames: ContactFrames, on, state, index):
