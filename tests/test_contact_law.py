@@ -217,10 +217,8 @@ def test_data_flow_all_sliding_in_one_compiled_call_equals_its_parts(monkeypatch
             continue
         solved += 1
         dissipates = (wrench.reshape(-1, 3) * (a + J @ qp.B @ (h * wrench)).reshape(-1, 3)).sum(axis=1) <= 0
-        if dissipates.all():
+        if dissipates.all():  # (else the feet that would gain energy are solved again with the QP)
             np.testing.assert_allclose(fused, h * wrench, rtol=1e-9, atol=1e-12 * np.abs(wrench).max())
-        else:
-            assert fused is None
     assert solved >= 0.8 * len(fused_calls)
 
 

@@ -117,13 +117,16 @@ def data_flow(qp: ContactQP, c, sliding, points, theta, r_offset, dmap: Directio
     ``r_offset`` (k,) their p_r offsets, and ``dmap`` the data's direction map. The sliding feet's
     twists solve v = a + h D flow(v) by Newton's method (a: their twists without their own
     impulses), alternating with the sticking feet's QP; when every foot slides that is one compiled
-    call, :func:`slide_all`. Returns None when no dissipative solution is found (the caller keeps
-    max-dissipation).
+    call, :func:`slide_all`. A foot whose data wrench would do work on it (the interpolant can
+    overshoot between directions) keeps max-dissipation: the law is solved again with it among the
+    sticking feet. Returns None when Newton's method fails (the caller keeps max-dissipation).
     """
     U, Kinv, geometry, size = dmap.directions, dmap.kernel_inverse, dmap.geometry, TAILS[dmap.tail]
     if len(points) == len(sliding):  # every foot slides, the common case
-        impulses, ok = slide_all(qp.Jt, qp.B, qp.v_free, c, points, Kinv, U, geometry, size, theta, r_offset, h)
-        return impulses if ok else None
+        impulses, converged, power = slide_all(qp.Jt, qp.B, qp.v_free, c, points, Kinv, U, geometry, size, theta,
+                                               r_offset, h)
+        return _without_working(qp, c, sliding, power, points, theta, r_offset, dmap, solver, h,
+                                impulses if converged else None)
     Q, G = flow_coefficients(points, Kinv, U, geometry, size, theta, r_offset)
     slide3 = np.repeat(sliding, 3)
     sticky = ~sliding
@@ -150,8 +153,22 @@ def data_flow(qp: ContactQP, c, sliding, points, theta, r_offset, dmap: Directio
         if settled:
             break
     twist = (v_free + JB @ current).reshape(-1, 3)
-    dissipative = np.einsum("ij,ij->i", current[slide3].reshape(-1, 3), twist) <= 0.0
-    return current if dissipative.all() else None
+    power = np.einsum("ij,ij->i", current[slide3].reshape(-1, 3), twist)
+    return _without_working(qp, c, sliding, power, points, theta, r_offset, dmap, solver, h, current)
+
+
+def _without_working(qp, c, sliding, power, points, theta, r_offset, dmap, solver, h, impulses):
+    """``impulses`` if every sliding foot's wrench dissipates (``power`` ≤ 0 per sliding foot), else
+    the law again with the feet that would gain energy moved to the sticking set (None if none is
+    left to follow the data)."""
+    if impulses is None or (power <= 0.0).all():
+        return impulses
+    keep = power <= 0.0
+    if not keep.any():
+        return None
+    fewer = sliding.copy()
+    fewer[np.flatnonzero(sliding)[~keep]] = False
+    return data_flow(qp, c, fewer, points[keep], theta[keep], r_offset[keep], dmap, solver, h)
 
 
 @kernel("f8[:, :, ::1], f8[:, ::1], f8[:, ::1], f8[::1], i8, f8[:, ::1], f8[::1]")
@@ -165,9 +182,9 @@ def flow_coefficients(points, Kinv, U, geometry, size, theta, r_offset):
 @kernel("f8[:, ::1], f8[:, ::1], f8[::1], f8[::1], f8[:, :, ::1], f8[:, ::1], f8[:, ::1], f8[::1], i8, "
         "f8[:, ::1], f8[::1], f8")
 def slide_all(Jt, B, v_free, c, points, Kinv, U, geometry, size, theta, r_offset, h):
-    """(impulses, ok) of :func:`data_flow` when every foot in contact slides: Newton's method on
-    v = a + h D flow(v) from the max-dissipation impulses ``c``, with D = J_t B the Delassus matrix
-    and a = J_t v_free; ok is False unless it converges and every foot's wrench dissipates."""
+    """(impulses, converged, power) of :func:`data_flow` when every foot in contact slides: Newton's
+    method on v = a + h D flow(v) from the max-dissipation impulses ``c``, with D = J_t B the
+    Delassus matrix and a = J_t v_free; power (k,) is each foot's impulse · its twist after it."""
     n = Jt.shape[0]
     JB = np.zeros((n, n))
     a = np.zeros(n)
@@ -180,14 +197,12 @@ def slide_all(Jt, B, v_free, c, points, Kinv, U, geometry, size, theta, r_offset
     Q, G = flow_coefficients(points, Kinv, U, geometry, size, theta, r_offset)
     v, wrench, ok = newton(v, a, h * JB, Q, G, U, theta, geometry)
     impulses = h * wrench
-    if not ok:
-        return impulses, False
     twist = a + _matvec(JB, impulses)
+    power = np.empty(n // 3)
     for f in range(n // 3):
         o = 3 * f
-        if impulses[o] * twist[o] + impulses[o + 1] * twist[o + 1] + impulses[o + 2] * twist[o + 2] > 0.0:
-            return impulses, False
-    return impulses, True
+        power[f] = impulses[o] * twist[o] + impulses[o + 1] * twist[o + 1] + impulses[o + 2] * twist[o + 2]
+    return impulses, ok, power
 
 
 @kernel()

@@ -155,8 +155,7 @@ def _learned(model: SimModel, qp, frames, on, points, state, solver, index):
         return c, slipping, False
     all_slide = count == len(sliding)
     flow = _data_flow(model, qp, c, sliding, all_slide, on, theta, points, solver)
-    # when all slide, the law's own check (each foot's wrench dissipates) bounds the work
-    fallback = flow is None or (grains and not all_slide and _work(qp, flow) > WORK_TOLERANCE)
+    fallback = flow is None or (grains and _work(qp, flow) > WORK_TOLERANCE)
     return (c if fallback else flow), slipping, fallback
 
 
