@@ -14,7 +14,7 @@ from granular.learning import model as wm
 from granular.learning.catalog import load_model
 from granular.scenarios import scenario as scenarios
 from granular.scenarios import validation
-from granular.wrench.flow import DirectionMap, interpolate, leading_fractions
+from granular.wrench.flow import DirectionMap, foot_pose, interpolate, leading_fractions
 
 VALIDATION = Path(__file__).resolve().parent.parent / "data" / "validation"
 
@@ -38,7 +38,7 @@ SCALE, RADIUS = np.array([0.02, 0.02, 0.3]), 0.05
 def _fractions(dmap, U, theta):
     """The plate's and the +t wall's leading fractions at directions U (the tail's s and g)."""
     out = np.empty((2, 3))
-    return np.array([leading_fractions(u, theta[0], theta[1], dmap.geometry, out) for u in U])
+    return np.array([leading_fractions(u, foot_pose(*theta), dmap.geometry, out) for u in U])
 
 
 @pytest.mark.parametrize("m", [26, 58])

@@ -110,7 +110,15 @@ def _rows(a, width: int = 2):
 
 
 @kernel()
-def leading_fractions(u, d, phi, geometry, out):
+def foot_pose(d, phi):
+    """(a_x, a_z, ℓ_b): the foot axis a(φ) (:func:`granular.frames.foot_axis`) and the buried length
+    of its walls, ℓ_b = −d / cos φ, at configuration (d, φ)."""
+    az = np.cos(phi)
+    return -np.sin(phi), az, max(-d / max(az, 1e-3), 1e-6)
+
+
+@kernel()
+def leading_fractions(u, pose, geometry, out):
     """(s, g) for a unit direction u (scaled space) of the foot at θ = (d, φ), and their derivatives
     ds/du, dg/du in ``out`` (2, 3). The foot (planar: a bottom plate of half-width R, two side walls)
     moves with the twist v = S u of p_center (F_c: v_x, v_z, ω). A plate element at s' along the
@@ -118,15 +126,15 @@ def leading_fractions(u, d, phi, geometry, out):
     advances (v·a + ω s' < 0) is s = ½ − v·a / (2|ω|R), clipped to [0, 1]; a wall element ℓ up the
     axis has v·t − ω ℓ along the wall's normal t, so the share of the +t wall's buried length
     ℓ_b = −d / cos φ that advances is g = ½ + (v·t − ω ℓ_b/2) / (|ω| ℓ_b), clipped. Each switch is
-    widened by SWITCH_WIDTH × |v_x, v_z| (see there)."""
+    widened by SWITCH_WIDTH × |v_x, v_z| (see there). ``pose`` is :func:`foot_pose` at θ."""
     Sx, Sz, Sw = geometry[0], geometry[1], geometry[2]
     vx, vz, w = Sx * u[0], Sz * u[1], Sw * u[2]
-    ax, az = -np.sin(phi), np.cos(phi)  # the axis a(φ) (frames.foot_axis); t = (a_z, −a_x)
+    ax, az, buried = pose  # t = (a_z, −a_x)
     speed = np.sqrt(vx * vx + vz * vz)
     e0 = SWITCH_WIDTH * Sx * vx / speed if speed > 0.0 else 0.0  # d(SWITCH_WIDTH |v|)/du
     e1 = SWITCH_WIDTH * Sz * vz / speed if speed > 0.0 else 0.0
     sw = Sw if w >= 0.0 else -Sw  # d|ω|/du_ω
-    R, buried = geometry[3], max(-d / max(az, 1e-3), 1e-6)
+    R = geometry[3]
     s = _ramp(-(vx * ax + vz * az), -Sx * ax, -Sz * az, 0.0,
               abs(w) * R + SWITCH_WIDTH * speed, e0, e1, sw * R, out[0])
     g = _ramp(vx * az - vz * ax - 0.5 * w * buried, Sx * az, -Sz * ax, -0.5 * Sw * buried,
@@ -154,7 +162,7 @@ def _ramp(num, n0, n1, n2, h, h0, h1, h2, out):
 
 
 @kernel()
-def tail_into(u, d, phi, geometry, p, dp, dfrac):
+def tail_into(u, pose, geometry, p, dp, dfrac):
     """The tail [1, u] (p of length 4) or [1, u, s, s u, g, g u] (12) at u into p, and its
     derivative in u into dp (len(p), 3); dfrac (2, 3) is scratch."""
     dp[:] = 0.0
@@ -164,7 +172,7 @@ def tail_into(u, d, phi, geometry, p, dp, dfrac):
         dp[1 + a, a] = 1.0
     if len(p) == 4:
         return
-    s, g = leading_fractions(u, d, phi, geometry, dfrac)
+    s, g = leading_fractions(u, pose, geometry, dfrac)
     for f in range(2):
         o, value = 4 + 4 * f, s if f == 0 else g
         p[o] = value
@@ -181,9 +189,9 @@ def tail_into(u, d, phi, geometry, p, dp, dfrac):
 def tail_matrix(U, d, phi, geometry, size):
     """T (m, size): the tail of ``size`` functions at each direction U_j, at configuration (d, φ)."""
     T = np.empty((U.shape[0], size))
-    dp, scratch = np.empty((size, 3)), np.empty((2, 3))
+    dp, scratch, pose = np.empty((size, 3)), np.empty((2, 3)), foot_pose(d, phi)
     for j in range(U.shape[0]):
-        tail_into(U[j], d, phi, geometry, T[j], dp, scratch)
+        tail_into(U[j], pose, geometry, T[j], dp, scratch)
     return T
 
 
@@ -227,7 +235,7 @@ def interpolate_into(U, Q, x, d, phi, geometry, w, dw):
         return
     u = np.array([x[0] / n, x[1] / n, x[2] / n])
     tail, dtail = np.empty(size), np.empty((size, 3))
-    tail_into(u, d, phi, geometry, tail, dtail, np.empty((2, 3)))
+    tail_into(u, foot_pose(d, phi), geometry, tail, dtail, np.empty((2, 3)))
     for i in range(p):  # dw holds dw/du until the projection below
         for k in range(size):
             q = Q[m + k, i]
