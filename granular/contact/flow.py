@@ -12,8 +12,10 @@ v = a + h D w(v) (Newton's method, compiled; D their Delassus matrix), the stick
 impulses solve the QP with the sliding ones' held, alternating until the impulses settle.
 
 Energy: a sticking foot's impulse solves a QP whose origin is feasible, and a sliding foot's wrench
-is accepted only if it takes power out of the foot's post-step twist; otherwise the step falls
-back to max-dissipation (see :func:`granular.simulation.step.step` for the grain term's guard).
+is accepted only if it takes power out of the foot's post-step twist; a foot whose data wrench
+would not is solved with the sticking feet instead (the QP's answer with the others held). The
+step falls back to max-dissipation when Newton's method fails or no foot is left to follow the
+data (see :func:`granular.simulation.step.step` for the grain term's guard).
 """
 from __future__ import annotations
 
@@ -173,7 +175,7 @@ def _without_working(qp, c, sliding, power, points, theta, r_offset, dmap, solve
 
 @kernel("f8[:, :, ::1], f8[:, ::1], f8[:, ::1], f8[::1], i8, f8[:, ::1], f8[::1]")
 def flow_coefficients(points, Kinv, U, geometry, size, theta, r_offset):
-    """(Q, G): the interpolants' coefficients Q (k, m + 12, 3) of the feet's extreme wrenches
+    """(Q, G): the interpolants' coefficients Q (k, m + size, 3) of the feet's extreme wrenches
     ``points`` (k, m, 3) at their configurations ``theta`` (k, 2) (:class:`DirectionMap`) and
     their :func:`twist_map` G."""
     return coefficients(Kinv, U, geometry, size, theta, points), twist_map(theta[:, 1], r_offset, geometry[:3])

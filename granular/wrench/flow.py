@@ -9,9 +9,9 @@ directions the hull's support point jumps from vertex to vertex, and denser data
 wrong vertices to jump to.
 
 This module interpolates the map itself over the direction sphere: w(u) = Σ_j φ(|u − U_j|) c_j +
-Σ_k p_k(u; θ) e_k with a cubic radial basis φ(r) = r³ on the chord distance and a tail p of
-twelve functions, solved so that the recorded directions are hit exactly and anything in the
-tail's span is reproduced exactly. The tail is [1, u, s, s u, g, g u]: affine in u, and affine in
+Σ_k p_k(u; θ) e_k with a cubic radial basis φ(r) = r³ on the chord distance and a tail p, solved
+so that the recorded directions are hit exactly and anything in the tail's span is reproduced
+exactly. The tail is [1, u] or [1, u, s, s u, g, g u]: affine in u, and affine in
 u times each of the foot's two leading fractions (:func:`leading_fractions`), the share of its
 bottom plate and of a side wall that moves into the medium. A granular medium resists where the
 foot's surface advances into it (Li et al. 2013: RFT integrates over the leading surface only), so
@@ -19,7 +19,7 @@ the wrench changes fast where a face of the foot switches between leading and tr
 translating upright foot, across v_z = 0, where a recorded direction holds only the switch's
 midpoint. A smooth radial basis alone smears that switch over the ~45° between sampled
 directions (NRMSE 0.15 against RFT on a curved path, m = 26); with the fractions in the tail it
-scores 0.03 (README, "How accurate is it"). The fractions depend on the tilt and depth, so the
+scores 0.05, and 0.033 over all held-out paths (README, "How accurate is it"). The fractions depend on the tilt and depth, so the
 coefficients are solved per configuration. Twelve functions need directions enough to carry them:
 each dataset takes the tail, affine or leading, that predicts its own left-out directions better
 (:func:`choose_tail`).
@@ -32,9 +32,8 @@ from granular.compiled import kernel
 #: The interpolant's tails: their functions ([1, u], or [1, u, s, s u, g, g u]) and how many.
 TAILS = {"affine": 4, "leading": 12}
 #: Width of a face's leading/trailing switch for a translating foot, relative to the speed: a
-#: foot that does not rotate would switch a face at once, which the data cannot resolve and
-#: Newton's method in the step cannot cross; a tenth of the speed scored best against RFT
-#: (0.031, against 0.033 without).
+#: foot that does not rotate would switch a face at once, a jump Newton's method in the step
+#: cannot cross; a tenth of the speed costs nothing against RFT (0.033 with and without).
 SWITCH_WIDTH = 0.1
 
 
@@ -95,8 +94,8 @@ class DirectionMap:
 def choose_tail(dataset) -> tuple[str, dict]:
     """The tail whose interpolant best predicts each recorded wrench from its configuration's other
     directions (leave one direction out), and each tail's score: the leading fractions help where the
-    data resolve a face's switch (RFT sand 0.039 against 0.045) and hurt where few noisy directions
-    cannot carry twelve functions (DEM Beads, m = 18: 0.078 against 0.061)."""
+    data resolve a face's switch (RFT sand 0.037 against 0.045) and hurt where few noisy directions
+    cannot carry twelve functions (DEM Beads, m = 18: 0.21 against 0.061)."""
     rows = (dataset.configs[:, 0] < 0) & dataset.valid.all(axis=1)
     scale = np.abs(dataset.wrenches[dataset.valid]).max(axis=0)
     scale = np.where(scale > 0, scale, 1.0)
@@ -125,8 +124,9 @@ def leading_fractions(u, pose, geometry, out):
     plate has normal velocity v·a + ω s' (a the foot axis), so the share of the plate that
     advances (v·a + ω s' < 0) is s = ½ − v·a / (2|ω|R), clipped to [0, 1]; a wall element ℓ up the
     axis has v·t − ω ℓ along the wall's normal t, so the share of the +t wall's buried length
-    ℓ_b = −d / cos φ that advances is g = ½ + (v·t − ω ℓ_b/2) / (|ω| ℓ_b), clipped. Each switch is
-    widened by SWITCH_WIDTH × |v_x, v_z| (see there). ``pose`` is :func:`foot_pose` at θ."""
+    ℓ_b = −d / cos φ that advances is g = ½ + (v·t − ω ℓ_b/2) / (|ω| ℓ_b), clipped. Each ramp's
+    half-width (|ω|R, |ω|ℓ_b/2) gains SWITCH_WIDTH × |v_x, v_z| (see there). ``pose`` is
+    :func:`foot_pose` at θ."""
     Sx, Sz, Sw = geometry[0], geometry[1], geometry[2]
     vx, vz, w = Sx * u[0], Sz * u[1], Sw * u[2]
     ax, az, buried = pose  # t = (a_z, −a_x)
@@ -138,7 +138,7 @@ def leading_fractions(u, pose, geometry, out):
     s = _ramp(-(vx * ax + vz * az), -Sx * ax, -Sz * az, 0.0,
               abs(w) * R + SWITCH_WIDTH * speed, e0, e1, sw * R, out[0])
     g = _ramp(vx * az - vz * ax - 0.5 * w * buried, Sx * az, -Sz * ax, -0.5 * Sw * buried,
-              0.5 * (abs(w) * buried + SWITCH_WIDTH * speed), 0.5 * e0, 0.5 * e1, 0.5 * sw * buried, out[1])
+              0.5 * abs(w) * buried + SWITCH_WIDTH * speed, e0, e1, 0.5 * sw * buried, out[1])
     return s, g
 
 
