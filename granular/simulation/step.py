@@ -165,10 +165,12 @@ def _work(qp, c) -> float:
 
 
 def _data_flow(model: SimModel, qp, c, sliding, all_slide, on, theta, points, solver):
-    """The data-flow law's impulses, or None if it finds no dissipative answer. ``sliding`` marks
-    the feet that follow the data's flow rule (``all_slide``: all of them): those on ∂W and tilted
-    within the data (past the data's tilts there is no recorded direction → wrench map to follow,
-    and those feet keep max-dissipation: their impulses are solved with the sticking feet's)."""
+    """The data-flow law's impulses, or None where the step keeps max-dissipation (Newton's method
+    failed, or no foot's data wrench dissipates: :func:`~granular.contact.flow.data_flow`).
+    ``sliding`` marks the feet that follow the data's flow rule (``all_slide``: all of them): those
+    on ∂W and tilted within the data (past the data's tilts there is no recorded direction → wrench
+    map to follow, and those feet keep max-dissipation: their impulses are solved with the sticking
+    feet's)."""
     if not all_slide:
         on, theta, points = on[sliding], theta[sliding], points[sliding]
     return data_flow(qp, c, sliding, points, theta, model.feet.r_offset[on], model.wrenches.direction_map,

@@ -52,9 +52,9 @@ class DirectionMap:
         U = np.asarray(directions, dtype=float)
         U = np.ascontiguousarray(U / np.linalg.norm(U, axis=1, keepdims=True))
         r2 = np.maximum(2.0 - 2.0 * U @ U.T, 0.0)
-        self.directions, self.tail = U, tail
+        self.directions, self.tail, self.kernel = U, tail, r2 * np.sqrt(r2)
         # the cubic kernel between the directions is invertible (condition 2e3 at m = 26, 3e4 at 58)
-        self.kernel_inverse = np.ascontiguousarray(np.linalg.inv(r2 * np.sqrt(r2)))
+        self.kernel_inverse = np.ascontiguousarray(np.linalg.inv(self.kernel))
         self.geometry = np.array([*np.asarray(velocity_scale, dtype=float), float(radius)])
 
     def coefficients(self, points, thetas):
@@ -82,12 +82,11 @@ class DirectionMap:
         by Rippa's formula: for an interpolant, the error at a left-out sample is its coefficient
         over the diagonal of the inverted system (Rippa 1999)."""
         m, q = len(self.directions), TAILS[self.tail]
-        r2 = np.maximum(2.0 - 2.0 * self.directions @ self.directions.T, 0.0)
         errors = []
         for theta, w in zip(_rows(configs), wrenches):
             T = tail_matrix(self.directions, theta[0], theta[1], self.geometry, q)
             try:
-                inverse = np.linalg.inv(np.block([[r2 * np.sqrt(r2), T], [T.T, np.zeros((q, q))]]))[:m, :m]
+                inverse = np.linalg.inv(np.block([[self.kernel, T], [T.T, np.zeros((q, q))]]))[:m, :m]
             except np.linalg.LinAlgError:  # too few directions for this tail: it cannot interpolate them
                 return np.inf
             errors.append((inverse @ w) / np.diag(inverse)[:, None] / scale)
