@@ -121,14 +121,16 @@ def data_flow(qp: ContactQP, c, sliding, points, theta, r_offset, dmap: Directio
     impulses), alternating with the sticking feet's QP; when every foot slides that is one compiled
     call, :func:`slide_all`. A foot whose data wrench would do work on it (the interpolant can
     overshoot between directions) keeps max-dissipation: the law is solved again with it among the
-    sticking feet. Returns None when Newton's method fails (the caller keeps max-dissipation).
+    sticking feet. Returns (impulses, work), work (J) the impulses do on the bodies at the velocity
+    they produce (the caller's guard on the grain term), or None when Newton's method fails (the
+    caller keeps max-dissipation).
     """
     U, Kinv, geometry, size = dmap.directions, dmap.kernel_inverse, dmap.geometry, TAILS[dmap.tail]
     if len(points) == len(sliding):  # every foot slides, the common case
         impulses, converged, power = slide_all(qp.Jt, qp.B, qp.v_free, c, points, Kinv, U, geometry, size, theta,
                                                r_offset, h)
         return _without_working(qp, c, sliding, power, points, theta, r_offset, dmap, solver, h,
-                                impulses if converged else None)
+                                impulses if converged else None, power.sum())
     Q, G = flow_coefficients(points, Kinv, U, geometry, size, theta, r_offset)
     slide3 = np.repeat(sliding, 3)
     sticky = ~sliding
@@ -156,15 +158,18 @@ def data_flow(qp: ContactQP, c, sliding, points, theta, r_offset, dmap: Directio
             break
     twist = (v_free + JB @ current).reshape(-1, 3)
     power = np.einsum("ij,ij->i", current[slide3].reshape(-1, 3), twist)
-    return _without_working(qp, c, sliding, power, points, theta, r_offset, dmap, solver, h, current)
+    return _without_working(qp, c, sliding, power, points, theta, r_offset, dmap, solver, h, current,
+                            float(current @ (qp.Jt @ qp.velocity(current))))
 
 
-def _without_working(qp, c, sliding, power, points, theta, r_offset, dmap, solver, h, impulses):
-    """``impulses`` if every sliding foot's wrench dissipates (``power`` ≤ 0 per sliding foot), else
-    the law again with the feet that would gain energy moved to the sticking set (None if none is
-    left to follow the data)."""
-    if impulses is None or (power <= 0.0).all():
-        return impulses
+def _without_working(qp, c, sliding, power, points, theta, r_offset, dmap, solver, h, impulses, work):
+    """(``impulses``, ``work``) if every sliding foot's wrench dissipates (``power`` ≤ 0 per sliding
+    foot), else the law again with the feet that would gain energy moved to the sticking set (None if
+    none is left to follow the data)."""
+    if impulses is None:
+        return None
+    if (power <= 0.0).all():
+        return impulses, work
     keep = power <= 0.0
     if not keep.any():
         return None
@@ -186,7 +191,8 @@ def flow_coefficients(points, Kinv, U, geometry, size, theta, r_offset):
 def slide_all(Jt, B, v_free, c, points, Kinv, U, geometry, size, theta, r_offset, h):
     """(impulses, converged, power) of :func:`data_flow` when every foot in contact slides: Newton's
     method on v = a + h D flow(v) from the max-dissipation impulses ``c``, with D = J_t B the
-    Delassus matrix and a = J_t v_free; power (k,) is each foot's impulse · its twist after it."""
+    Delassus matrix and a = J_t v_free; power (k,) is each foot's impulse · its twist after it
+    (J_t v⁺, so their sum is the impulses' work on the bodies)."""
     n = Jt.shape[0]
     JB = np.zeros((n, n))
     a = np.zeros(n)

@@ -155,8 +155,8 @@ def _learned(model: SimModel, qp, frames, on, points, state, solver, index):
         return c, slipping, False
     all_slide = count == len(sliding)
     flow = _data_flow(model, qp, c, sliding, all_slide, on, theta, points, solver)
-    fallback = flow is None or (grains and _work(qp, flow) > WORK_TOLERANCE)
-    return (c if fallback else flow), slipping, fallback
+    fallback = flow is None or (grains and flow[1] > WORK_TOLERANCE)
+    return (c if fallback else flow[0]), slipping, fallback
 
 
 def _work(qp, c) -> float:
@@ -165,8 +165,9 @@ def _work(qp, c) -> float:
 
 
 def _data_flow(model: SimModel, qp, c, sliding, all_slide, on, theta, points, solver):
-    """The data-flow law's impulses, or None where the step keeps max-dissipation (Newton's method
-    failed, or no foot's data wrench dissipates: :func:`~granular.contact.flow.data_flow`).
+    """The data-flow law's (impulses, their work on the bodies), or None where the step keeps
+    max-dissipation (Newton's method failed, or no foot's data wrench dissipates:
+    :func:`~granular.contact.flow.data_flow`).
     ``sliding`` marks the feet that follow the data's flow rule (``all_slide``: all of them): those
     on ∂W and tilted within the data (past the data's tilts there is no recorded direction → wrench
     map to follow, and those feet keep max-dissipation: their impulses are solved with the sticking
