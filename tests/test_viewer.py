@@ -26,8 +26,11 @@ def free_port():
 
 def start(*args):
     port = free_port()
+    # Ctrl-C as from a terminal: a shell without job control starts background jobs with SIGINT
+    # ignored, and the viewer would inherit that (and rightly keep it) if the suite ran in one.
     proc = subprocess.Popen([sys.executable, "-m", "granular", "view", *args, "--no-browser", "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 120
     while time.time() < deadline:
         line = proc.stdout.readline()
