@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -119,11 +120,17 @@ class JointPD:
         return None
 
     def __call__(self, t, q, v, memory):
-        r = self.robot
-        goal = self.targets(t, q[2]).clip(r.lower[3:], r.upper[3:])
+        lower, upper, kp, kd, limit = self._joints
+        goal = np.minimum(np.maximum(self.targets(t, q[2]), lower), upper)
         u = np.zeros(len(q))
-        u[3:] = (r.kp[3:] * (goal - q[3:]) - r.kd[3:] * v[3:]).clip(-r.max_torque[3:], r.max_torque[3:])
+        u[3:] = np.minimum(np.maximum(kp * (goal - q[3:]) - kd * v[3:], -limit), limit)
         return u, memory
+
+    @cached_property
+    def _joints(self):
+        """The robot's joint limits, gains and torque limits on the joint dofs, sliced once."""
+        r = self.robot
+        return r.lower[3:], r.upper[3:], r.kp[3:], r.kd[3:], r.max_torque[3:]
 
 
 @dataclass(frozen=True)
