@@ -35,6 +35,18 @@ def wrench_space(model, contacts: int = 4, repeat: int = 500, seed: int = 0) -> 
     return out
 
 
+def controller(scenario: str = "quad-trot", repeat: int = 2000, settle: int = 1100) -> dict:
+    """The scenario's controller alone (a quadruped's gait and joint PD), called at the state it
+    reaches after ``settle`` steps, at advancing times."""
+    from granular.scenarios import scenario as scenarios
+
+    sim = scenarios.build(scenarios.load(scenario))
+    sim.advance(settle)
+    state, clock = sim.state, iter(range(10**9))
+    return {"us_per_call": median_us(lambda: sim.controller(state.t + 1e-3 * next(clock), state.q, state.v,
+                                                            sim.memory), repeat)}
+
+
 REFERENCE = "cvxpy/exact"
 CONFIGS = ("daqp/fixed", "daqp/fixed/data-flow", "daqp/exact", "quadprog/fixed", "quadprog/exact", "osqp/fixed",
            "osqp/exact", "cvxpy/fixed", "cvxpy/exact")
@@ -193,7 +205,8 @@ def run(quick: bool = False) -> dict:
     steps = 200 if quick else 1000
     return {"single_foot": scene("drop-upright", steps=steps, warmup=300),
             "quadruped": scene("quad-trot", steps=steps, warmup=1100, paper=True),
-            "wrench_space_4_contacts": wrench_space(model, repeat=repeat)}
+            "wrench_space_4_contacts": wrench_space(model, repeat=repeat),
+            "gait_controller": {"quad-trot": controller(repeat=4 * repeat)}}
 
 
 def print_table(results: dict):

@@ -159,7 +159,7 @@ def data_flow(qp: ContactQP, c, sliding, points, theta, r_offset, dmap: Directio
     twist = (v_free + JB @ current).reshape(-1, 3)
     power = np.einsum("ij,ij->i", current[slide3].reshape(-1, 3), twist)
     return _without_working(qp, c, sliding, power, points, theta, r_offset, dmap, solver, h, current,
-                            float(current @ (qp.Jt @ qp.velocity(current))))
+                            qp.work(current))
 
 
 def _without_working(qp, c, sliding, power, points, theta, r_offset, dmap, solver, h, impulses, work):

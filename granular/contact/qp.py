@@ -85,6 +85,10 @@ class ContactQP:
         """v⁺ for contact impulses c."""
         return self.v_free + self.B @ c
 
+    def work(self, c) -> float:
+        """Work (J) the impulses c do on the bodies at the velocity they produce."""
+        return float(c @ (self.Jt @ self.velocity(c)))
+
     def stacked_constraints(self):
         """(A, ub): all feet's constraints A c ≤ ub."""
         return self.A, self.ub

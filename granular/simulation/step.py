@@ -139,7 +139,7 @@ def _learned(model: SimModel, qp, frames, on, points, state, solver, index):
     model's contact law: (c, which feet slip, whether data-flow fell back to max-dissipation)."""
     c = _solve(solver, qp, model, frames, on, state, index)
     grains = model.feet.grain_mass.any()
-    if grains and _work(qp, c) > WORK_TOLERANCE:
+    if grains and qp.work(c) > WORK_TOLERANCE:
         # With the grain term (the paper's M_g) the impulses minimise the energy of bodies and
         # grains together, so they can do positive work on the bodies alone (e.g. where W(θ)
         # changes fast with θ); without it the contact provably dissipates (contact/qp.py).
@@ -157,11 +157,6 @@ def _learned(model: SimModel, qp, frames, on, points, state, solver, index):
     flow = _data_flow(model, qp, c, sliding, all_slide, on, theta, points, solver)
     fallback = flow is None or (grains and flow[1] > WORK_TOLERANCE)
     return (c if fallback else flow[0]), slipping, fallback
-
-
-def _work(qp, c) -> float:
-    """Work (J) the impulses ``c`` do on the bodies at the velocity they produce."""
-    return float(c @ (qp.Jt @ qp.velocity(c)))
 
 
 def _data_flow(model: SimModel, qp, c, sliding, all_slide, on, theta, points, solver):
