@@ -106,9 +106,9 @@ def cmd_synth(args):
     from granular.foot import Foot
     from granular.data.synth import synthesize
 
-    name = args.medium if args.source == "rft" else args.soil
+    name = args.soil if args.source == "terramechanics" else args.medium
     if name is None:
-        raise GranularError("--source rft needs --medium; --source terramechanics needs --soil")
+        raise GranularError("--source rft or coulomb needs --medium; --source terramechanics needs --soil")
     _check_outputs(args)
     foot = Foot(args.foot_radius, args.foot_length, args.foot_r_offset)
     ds = synthesize(args.source, name, args.depths, args.tilts, args.directions, foot, progress=True)
@@ -402,6 +402,11 @@ def cmd_sim(args):
                  f"angle {i['angle']:+.3f} → {f['angle']:+.3f} rad")
         _say(f"  max penetration {s['max_penetration_m']:.4f} m; energy {s['energy']['initial']:.3f} → "
              f"{s['energy']['final']:.3f} J (largest step increase {s['energy']['max_step_increase']:.2e} J)")
+        if "gait" in s:
+            g = s["gait"]
+            cycle = (f": last step {g['length']:.3f} m in {g['period']:.3f} s ({g['speed']:.2f} m/s), the Poincaré "
+                     f"point moved {g['return_error']:.3f} over the last three steps") if "length" in g else ""
+            _say(f"  gait: {g['strikes']} heel strikes{cycle}")
         for key in ("run_file", "video"):
             if key in s:
                 _say(f"wrote {s[key]}")
@@ -556,9 +561,10 @@ def build_parser():
     p.add_argument("-v", "--verbose", action="store_true", help="log debugging detail")
     sub = p.add_subparsers(dest="command", required=True)
 
-    s = sub.add_parser("synth", help="generate a synthetic wrench dataset (RFT or terramechanics)")
-    s.add_argument("--source", choices=["rft", "terramechanics"], default="rft")
-    s.add_argument("--medium", help="RFT medium preset: sand, pebbles")
+    s = sub.add_parser("synth", help="generate a synthetic wrench dataset (RFT, terramechanics, a rigid floor)")
+    s.add_argument("--source", choices=["rft", "terramechanics", "coulomb"], default="rft",
+                   help="coulomb: a rigid floor with Coulomb friction (data/coulomb.py)")
+    s.add_argument("--medium", help="RFT medium preset: sand, pebbles; for coulomb, the name to give the floor")
     s.add_argument("--soil", help="terramechanics soil (Ding et al. Table 6), e.g. dry-sand, lete-sand")
     s.add_argument("--out", required=True, help="output dataset (.h5)")
     s.add_argument("--depths", type=_floats(-10.0, 0.0), help="comma-separated depths d ≤ 0 (m); default: Table I")

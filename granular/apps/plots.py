@@ -252,7 +252,30 @@ def run_figures(run: dict, directory) -> list:
     ax.set_xlabel("x (m)")
     ax.set_ylabel("z (m)")
     paths.append(save(fig, directory / "scene.png"))
+    if "gait" in run["summary"]:
+        paths.append(gait(run, directory / "gait.png"))
     return [str(p) for p in paths]
+
+
+def gait(run: dict, path) -> Path:
+    """A walker's limit cycle: each leg's angle against its rate, and its steps' lengths and periods."""
+    q, v, steps = run["q"], run["v"], run["summary"]["gait"]["steps"]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    for leg, (a, w) in enumerate([(q[:, 2], v[:, 2]), (q[:, 2] + q[:, 3], v[:, 2] + v[:, 3])]):
+        axes[0].plot(a, w, lw=0.8, label=f"leg {leg + 1}")
+    axes[0].set_xlabel("leg angle from the downward vertical (rad)")
+    axes[0].set_ylabel("rate (rad/s)")
+    axes[0].set_title("phase portrait: a closed orbit is the limit cycle")
+    axes[0].legend(fontsize=8)
+    if steps:
+        n = np.arange(1, len(steps) + 1)
+        axes[1].plot(n, [s["length"] for s in steps], "o-", label="step length (m)")
+        axes[1].plot(n, [s["period"] for s in steps], "s-", label="period (s)")
+        axes[1].legend(fontsize=8)
+    axes[1].set_xlabel("step")
+    axes[1].set_title("steps")
+    fig.suptitle(f"{run['scenario']} on {run['medium']}: gait")
+    return save(fig, path)
 
 
 def scaling(results: dict, path, title="time per step against scene size"):

@@ -4,7 +4,9 @@ For a foot attached to a body: p_center and the foot axis in world
 coordinates; p_c, the closest surface point, and its outward normal n; the
 configuration θ = (d, φ) with d the signed height of p_center above the
 surface along n and φ the axis tilt from n, clamped to [−π/2, π/2]; the foot
-is in contact when d < 0. J_t maps generalized velocities to the foot's twist
+is in contact when d < 0. A round foot (``roll_radius`` r > 0, the passive walker's arc
+feet) touches at O − r n, O being its arc's centre: there d is O's height less r, the foot's
+axis follows n (φ = 0) and the Jacobians are those of the body point at O − r n. J_t maps generalized velocities to the foot's twist
 at p_r in F_c's axes (the frame W(θ) is learned in), so a wrench w in F_r acts
 as the generalized force J_tᵀ w, and J_p gives the twist at p_center (for the
 kinetic energy of the dragged grains).
@@ -31,6 +33,7 @@ class FootContact:
     axis: tuple = (0.0, 1.0)
     foot: Foot = Foot()
     grain_mass: tuple = (14.714, 14.714, 0.122)
+    roll_radius: float = 0.0   # > 0: a round foot of this radius (m) centred at p_center
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,7 @@ class Feet:
         set_(self, "axis", axis)
         set_(self, "points", np.vstack([pc, pr]))  # p_center of every foot, then p_r
         set_(self, "r_offset", np.array([f.foot.r_offset for f in c], dtype=float))
+        set_(self, "roll_radius", np.array([f.roll_radius for f in c], dtype=float))
         set_(self, "grain_mass", np.array([f.grain_mass for f in c], dtype=float).reshape(-1, 3))
         set_(self, "names", tuple(f.name for f in c))
 
@@ -70,16 +74,14 @@ def detect(mb, feet: Feet, terrain, frames) -> ContactFrames:
     """Contact configurations and Jacobians of all feet, given the bodies' frames (angle, origin)."""
     angle, origin = frames
     theta, p_center, normal, Jt, Jp = _detect(angle, origin, mb.chain, feet.bodies, feet.points, feet.axis,
-                                              *terrain.arrays)
+                                              feet.roll_radius, feet.r_offset, *terrain.arrays)
     return ContactFrames(theta, theta[:, 0] < 0, p_center, normal, Jt, Jp)
 
 
-@kernel("f8[::1], f8[:, ::1], f8[:, ::1], i8[::1], f8[:, ::1], f8[:, ::1]",  # frames, chain, feet
+@kernel("f8[::1], f8[:, ::1], f8[:, ::1], i8[::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1]",  # frames, feet
         "f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1]")  # terrain segments
-def _detect(angle, origin, chain, bodies, points, axis_local, ta, tt, tn, tlo, thi):
+def _detect(angle, origin, chain, bodies, points, axis_local, roll, r_offset, ta, tt, tn, tlo, thi):
     N = len(bodies)
-    J = _jacobians(angle, origin, chain, np.concatenate((bodies, bodies)), points)
-    Jp, Jr = J[:N], J[N:]
     p_center = np.empty((N, 2))
     axis = np.empty((N, 2))
     for i in range(N):
@@ -90,6 +92,20 @@ def _detect(angle, origin, chain, bodies, points, axis_local, ta, tt, tn, tlo, t
         axis[i, 0] = c * axis_local[i, 0] - s * axis_local[i, 1]
         axis[i, 1] = s * axis_local[i, 0] + c * axis_local[i, 1]
     _, normal, height = closest(p_center, ta, tt, tn, tlo, thi)
+    points = points.copy()
+    for i in range(N):
+        if roll[i] > 0:  # the round foot touches at O − r n and stands along n
+            height[i] -= roll[i]
+            axis[i, 0], axis[i, 1] = normal[i, 0], normal[i, 1]
+            c, s = np.cos(angle[bodies[i]]), np.sin(angle[bodies[i]])
+            o = origin[bodies[i]]
+            for k, up in ((i, -roll[i]), (N + i, r_offset[i] - roll[i])):
+                px, pz = p_center[i, 0] + up * normal[i, 0] - o[0], p_center[i, 1] + up * normal[i, 1] - o[1]
+                points[k, 0], points[k, 1] = c * px + s * pz, -s * px + c * pz
+            p_center[i, 0] -= roll[i] * normal[i, 0]
+            p_center[i, 1] -= roll[i] * normal[i, 1]
+    J = _jacobians(angle, origin, chain, np.concatenate((bodies, bodies)), points)
+    Jp, Jr = J[:N], J[N:]
     theta = np.empty((N, 2))
     Jt = Jr.copy()
     for i in range(N):
@@ -101,3 +117,29 @@ def _detect(angle, origin, chain, bodies, points, axis_local, ta, tt, tn, tlo, t
         Jt[i, 0] = nz * Jr[i, 0] - nx * Jr[i, 1]
         Jt[i, 1] = nx * Jr[i, 0] + nz * Jr[i, 1]
     return theta, p_center, normal, Jt, Jp
+
+
+#: Steps within which a foot ahead must have come through the surface to count as landing.
+LANDING_STEPS = 3
+
+
+def leading(frames: ContactFrames, v, holder: int, margin: float, dt: float) -> int:
+    """The passive walker's swing rule (Zheng & Wang §3.3: a swing leg feels no contact force, so
+    that it does not scratch the floor as it passes the stance leg): one foot bears the load. The
+    foot ``holder`` that bore it keeps it, unless a foot more than ``margin`` (m) ahead of it (+x)
+    came through the surface within the last ``LANDING_STEPS`` steps (of dt, s; an impact on a stiff
+    floor may take more than one): that foot has struck and takes over. The swing foot dipping
+    through the floor beside the stance foot never does: it entered beside it, not ahead. While the
+    holder is off the floor, only a foot landing anywhere takes over; with no holder yet, the
+    foremost foot in contact. Returns the foot (−1: none yet); the caller keeps it in the state, and
+    only it bears load, while it is in contact."""
+    on = np.flatnonzero(frames.active)
+    if holder < 0:
+        return int(on[np.argmax(frames.p_center[on, 0])]) if len(on) else -1
+    grounded = frames.active[holder]
+    for i in on:
+        if i != holder and (not grounded or frames.p_center[i, 0] - frames.p_center[holder, 0] > margin):
+            sink = (frames.Jp[i, :2] @ v) @ frames.normal[i]
+            if frames.theta[i, 0] - LANDING_STEPS * dt * sink >= 0:
+                return int(i)
+    return holder

@@ -10,20 +10,21 @@ from __future__ import annotations
 import numpy as np
 from tqdm import tqdm
 
-from granular.data import rft
+from granular.data import coulomb, rft
 
 from granular.data import terramechanics
 from granular.data.dataset import WrenchDataset
 from granular.errors import GranularError
 from granular.foot import Foot
 from granular.frames import MIRROR
-from granular.data.media import SOIL_GRID, medium
+from granular.data.media import SOIL_GRID, Medium, medium
 from granular.data.sampling import config_grid, sphere_directions
 
 
 def synthesize(source: str, name: str, depths=None, tilts=None, m: int = 26,
                foot: Foot = Foot(), progress: bool = False) -> WrenchDataset:
-    """A dataset for ``source`` ('rft' with a medium name, 'terramechanics' with a soil name)."""
+    """A dataset for ``source`` ('rft' with a medium name, 'terramechanics' with a soil name,
+    'coulomb' with a name for the rigid floor it describes)."""
     if source == "rft":
         preset = medium(name)
 
@@ -45,8 +46,16 @@ def synthesize(source: str, name: str, depths=None, tilts=None, m: int = 26,
 
         provenance = {"model": "Bekker sinkage + Janosi-Hanamoto shear, Ding et al. 2013 eqs. 13-19",
                       **{f"soil_{k}": float(v) for k, v in vars(ground).items()}}
+    elif source == "coulomb":
+        preset = Medium(name, 0.0, coulomb.DEPTHS, coulomb.TILTS, coulomb.VELOCITY_SCALE)
+
+        def model(theta, twists):
+            return coulomb.point_wrench(foot, theta, twists)
+
+        provenance = {"model": "rigid floor: point contact with Coulomb friction (granular/data/coulomb.py)",
+                      "friction": coulomb.FRICTION, "stiffness_N_per_m": coulomb.STIFFNESS, "rolling_m": coulomb.ROLLING}
     else:
-        raise GranularError(f"unknown synthetic source {source!r}; choose 'rft' or 'terramechanics'")
+        raise GranularError(f"unknown synthetic source {source!r}; choose 'rft', 'terramechanics' or 'coulomb'")
 
     configs = config_grid(preset.depths if depths is None else depths, preset.tilts if tilts is None else tilts)
     directions = sphere_directions(m)

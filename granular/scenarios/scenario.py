@@ -25,6 +25,7 @@ from granular.errors import GranularError
 from granular.io.schema import Finite, NonNegative, Positive, Schema, load as load_schema, parse
 from granular.io.resources import shipped
 from granular.scenarios.control import Hold, JointPD, Keyframes, Passive, Path as RefPath, PIDTracker, Trot
+from granular.scenarios import walker
 from granular.scenarios.robots import load_quadruped
 from granular.simulation.simulation import Recorder, Run, Simulation
 from granular.simulation.step import SimModel, State
@@ -57,6 +58,17 @@ class QuadrupedRobot(Schema, tag="quadruped", tag_field="kind"):
     spec: str                                # robot spec file, relative to the scenario file
 
 
+class WalkerRobot(Schema, tag="walker", tag_field="kind"):
+    """Zheng & Wang's compass-gait walker (scenarios/walker.py); defaults: their §4 parameters."""
+    mass: Positive = 1.0                     # kg per leg
+    inertia: Positive = 0.0096               # kg·m² per leg, about its centre of mass
+    length: Positive = 0.40                  # m, hip to the bottom of the foot
+    com: Positive = 0.10                     # m, hip to the leg's centre of mass
+    foot_radius: NonNegative = 0.08          # m, the round foot's arc (0: point feet)
+    hip_mass: NonNegative = 0.0              # kg, a point mass at the hip
+    swing_margin: NonNegative = 0.03         # m: feet this close along x count as side by side
+
+
 class Initial(Schema):
     x: Finite = 0.0
     z: Finite | None = None                  # base frame height, or:
@@ -65,6 +77,8 @@ class Initial(Schema):
     vx: Finite = 0.0
     vz: Finite = 0.0
     omega: Finite = 0.0
+    stance: tuple[Finite, Finite] | None = None  # walker: (angle, rate) of the leg standing at x
+    swing: tuple[Finite, Finite] | None = None   # walker: (angle, rate) of the other leg
 
 
 class Line(Schema, tag="line", tag_field="kind"):
@@ -118,7 +132,7 @@ class ScenarioFile(Schema):
     """A scenario file (sim/README.md documents the keys)."""
 
     duration: Annotated[float, Meta(gt=0.0, le=1e4)]   # s
-    robot: FootRobot | QuadrupedRobot
+    robot: FootRobot | QuadrupedRobot | WalkerRobot
     dt: Annotated[float, Meta(ge=1e-5, le=0.05)] = 1e-3
     medium: str = "sand"
     solver: Literal["daqp", "quadprog", "osqp", "cvxpy"] = "daqp"
@@ -132,7 +146,7 @@ class ScenarioFile(Schema):
     control: NoControl | Track | TrotGait | HoldPose | KeyframeGait = NoControl()
 
 
-CHOICES = {"terrain.kind": ("flat", "slope", "profile"), "robot.kind": ("foot", "quadruped"),
+CHOICES = {"terrain.kind": ("flat", "slope", "profile"), "robot.kind": ("foot", "quadruped", "walker"),
            "control.kind": ("none", "track", "trot", "hold", "keyframes"), "control.path.kind": ("line", "arc")}
 
 
@@ -210,17 +224,22 @@ def build(scenario: Scenario) -> Simulation:
     spec = checked(scenario)
     where = scenario.where
     wrenches = load_model(spec.medium)
-    robot = None
+    robot, leading = None, None
     if isinstance(spec.robot, FootRobot):
         mb, contacts = single_foot(spec.robot, wrenches.dataset.foot)
+    elif isinstance(spec.robot, WalkerRobot):
+        r = spec.robot
+        mb, contacts = walker.multibody(r.mass, r.inertia, r.length, r.com, r.foot_radius, wrenches.dataset.foot,
+                                        r.hip_mass)
+        leading = r.swing_margin
     else:
         robot = load_quadruped(Path(scenario.path).parent / spec.robot.spec, wrenches.dataset.foot)
         mb, contacts = robot.multibody, robot.contacts
     ground = make_terrain(spec.terrain)
     model = SimModel(mb, contacts, ground, wrenches, dt=spec.dt, representation=spec.representation,
-                     normals=spec.normals, contact_law=spec.contact)
+                     normals=spec.normals, contact_law=spec.contact, leading_foot=leading)
     controller = make_controller(spec.control, mb, spec.dt, f"{where} [control]", robot)
-    state = initial_state(spec.initial, mb, ground, f"{where} [initial]", controller)
+    state = initial_state(spec.initial, mb, ground, f"{where} [initial]", controller, spec.robot)
     return Simulation(model, state, controller, make_solver(spec.solver))
 
 
@@ -233,8 +252,16 @@ def make_terrain(spec):
     return terrain_mod.Terrain(tuple(pts[:, 0]), tuple(pts[:, 1]))
 
 
-def initial_state(init: Initial, mb, ground, where, controller=None):
-    """Base pose and velocity from [initial]; joints at the controller's first targets."""
+def initial_state(init: Initial, mb, ground, where, controller=None, robot=None):
+    """Base pose and velocity from [initial]; joints at the controller's first targets; a walker
+    from its legs' angles and rates."""
+    legs = init.stance is not None or init.swing is not None
+    if isinstance(robot, WalkerRobot):
+        if init.stance is None or init.swing is None:
+            raise GranularError(f"{where}: a walker needs stance = [angle, rate] and swing = [angle, rate]")
+        return walker.initial_state(ground, init.x, init.stance, init.swing, robot.length, robot.foot_radius)
+    if legs:
+        raise GranularError(f"{where}: stance and swing are for a walker robot")
     if init.z is not None and init.height is not None:
         raise GranularError(f"{where}: give z or height, not both")
     z = float(ground.height(init.x)) + init.height if init.height is not None else (init.z or 0.0)
@@ -312,12 +339,16 @@ def summary(rec: Run) -> dict:
     """The ``--json`` object of a run. Body x, z are centre-of-mass coordinates; angle is
     the body frame's angle (for a foot, its tilt from vertical). Per foot: ``slip_m``, the
     horizontal distance p_center travelled while in contact, ``max_depth_m``, and ``outside_data_s``,
-    the time it spent at a configuration outside the data (W extrapolated in depth, clamped in tilt)."""
+    the time it spent at a configuration outside the data (W extrapolated in depth, clamped in tilt).
+    A walker's run adds ``gait`` (:func:`~granular.scenarios.walker.gait`)."""
     mb = rec.model.multibody
     first, last = body_state(mb, rec.q[0], rec.v[0]), body_state(mb, rec.q[-1], rec.v[-1])
     depth = np.where(rec.active, -rec.theta[..., 0], 0.0)
     moved = np.abs(np.diff(rec.p_center[..., 0], axis=0)) * (rec.active[1:] & rec.active[:-1])
     outside = rec.model.wrenches.outside(rec.theta.reshape(-1, 2)).reshape(rec.active.shape) & rec.active
+    extra = {}
+    if rec.model.leading_foot is not None:  # a walker: its steps and limit cycle
+        extra["gait"] = walker.gait(rec.t, rec.q, rec.v, rec.active, rec.p_center)
     feet = {name: {"slip_m": float(moved[:, i].sum()), "max_depth_m": float(depth[:, i].max()) if depth.size else 0.0,
                    "outside_data_s": float(outside[:, i].sum() * rec.model.dt)}
             for i, name in enumerate(rec.model.feet.names)}
@@ -332,4 +363,5 @@ def summary(rec: Run) -> dict:
         "feet": feet,
         "energy": {"initial": float(rec.energy[0]), "final": float(rec.energy[-1]),
                    "max_step_increase": float(np.diff(rec.energy).max()) if len(rec.energy) > 1 else 0.0},
+        **extra,
     }

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from granular.contact.detection import ContactFrames, Feet, detect
+from granular.contact.detection import ContactFrames, Feet, detect, leading
 from granular.contact import compliant
 from granular.contact.flow import DEFAULT_LAW, LAWS as QP_LAWS, data_flow
 from granular.contact.qp import ContactQP, SolverError, stack_blocks
@@ -45,11 +45,16 @@ class SimModel:
     contact_law: str = DEFAULT_LAW
     #: parameters of a compliant law; default: fitted to the medium's dataset (contact/compliant.py)
     compliant: compliant.Compliant | None = None
+    #: the passive walker's swing rule: only the leading foot within this margin (m) bears load
+    #: (:func:`~granular.contact.detection.leading`); None: every foot in contact does
+    leading_foot: float | None = None
     A_fixed: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self):
         if not (np.isfinite(self.dt) and 0 < self.dt <= 0.05):
             raise GranularError(f"time step dt must be in (0, 0.05] s, got {self.dt!r}")
+        if self.leading_foot is not None and not (np.isfinite(self.leading_foot) and self.leading_foot >= 0):
+            raise GranularError(f"leading_foot must be a margin ≥ 0 m, got {self.leading_foot!r}")
         if self.representation not in REPRESENTATIONS:
             raise GranularError(f"unknown polytope representation {self.representation!r}; "
                                 f"choose {' or '.join(REPRESENTATIONS)}")
@@ -68,6 +73,7 @@ class State:
     t: float
     q: np.ndarray
     v: np.ndarray
+    holder: int = -1   # the swing rule's foot bearing the load (SimModel.leading_foot; −1: none)
 
 
 @dataclass
@@ -105,6 +111,10 @@ def step(model: SimModel, state: State, u, solver, index: int = 0):
     mb, h = model.multibody, model.dt
     body_frames = mb.frames(state.q)
     frames = detect(mb, model.feet, model.terrain, body_frames)
+    holder = state.holder
+    if model.leading_foot is not None:
+        holder = leading(frames, state.v, state.holder, model.leading_foot, h)
+        frames.active = frames.active & (np.arange(len(frames.active)) == holder)
     M, k = mb.dynamics(state.q, state.v, body_frames)
     on = np.flatnonzero(frames.active)
     every = len(on) == len(model.contacts)  # the common case: no copies to select feet
@@ -131,7 +141,7 @@ def step(model: SimModel, state: State, u, solver, index: int = 0):
         v_next = qp.velocity(c)
         wrench[on] = c.reshape(-1, 3) / h
     info = StepInfo(frames.theta, frames.active, wrench, slipping, frames.p_center, fallback)
-    return State(state.t + h, state.q + h * v_next, v_next), info
+    return State(state.t + h, state.q + h * v_next, v_next, holder), info
 
 
 def _learned(model: SimModel, qp, frames, on, points, state, solver, index):
