@@ -2,7 +2,7 @@
 
     python3 -m pip install -e '.[rl]'
     python3 examples/random_policy.py --steps 2000 --media sand pebbles --seed 0
-    python3 examples/random_policy.py --envs 2      # one environment per process (Gymnasium's async vector env)
+    python3 examples/random_policy.py --envs 64     # a batch on the cores (granular.apps.vector)
 
 Prints each finished episode (medium, length, return, why it ended) and then the wall-clock
 throughput: env steps per second and simulator steps per second (each env step is the control
@@ -27,7 +27,8 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--warmup", type=int, default=20, help="env steps run before timing starts")
     parser.add_argument("--envs", type=int, default=1,
-                        help="environments, one per process (gymnasium.make_vec, async); default 1: this process")
+                        help="environments stepped together on the cores (QuadrupedVectorEnv); default 1: this process")
+    parser.add_argument("--workers", type=int, default=None, help="with --envs: processes (default: the cores)")
     args = parser.parse_args(argv)
     if args.steps < 1 or args.warmup < 0 or args.envs < 1:
         parser.error("--steps and --envs must be at least 1 and --warmup not negative")
@@ -64,10 +65,12 @@ def main(argv=None):
 
 
 def vector(args):
-    """Throughput of ``args.envs`` environments stepped together, one per process; they reset themselves."""
-    envs = gymnasium.make_vec(granular_gym.ENV_ID, num_envs=args.envs, vectorization_mode="async", media=args.media)
+    """Throughput of ``args.envs`` environments stepped together on the cores; they reset themselves."""
+    from granular.apps.vector import QuadrupedVectorEnv
+
+    envs = QuadrupedVectorEnv(args.envs, workers=args.workers, media=args.media)
     envs.action_space.seed(args.seed)
-    substeps = envs.get_attr("substeps")[0]
+    substeps = envs.substeps
     envs.reset(seed=args.seed)
     for _ in range(args.warmup):
         envs.step(envs.action_space.sample())
@@ -78,8 +81,8 @@ def vector(args):
     elapsed = time.perf_counter() - start
     envs.close()
     total = args.steps * args.envs
-    print(f"{args.envs} environments × {args.steps} steps in {elapsed:.2f} s: {total / elapsed:,.0f} env steps/s, "
-          f"{total * substeps / elapsed:,.0f} simulator steps/s")
+    print(f"{args.envs} environments × {args.steps} steps in {elapsed:.2f} s on {envs.workers} processes: "
+          f"{total / elapsed:,.0f} env steps/s, {total * substeps / elapsed:,.0f} simulator steps/s")
 
 
 if __name__ == "__main__":

@@ -230,3 +230,61 @@ def test_random_policy_example_steps_environments_in_processes(capsys):
     example["main"](["--steps", "20", "--warmup", "2", "--media", "pebbles", "--envs", "2"])
     out = capsys.readouterr().out
     assert "2 environments × 20 steps in" in out and "simulator steps/s" in out
+
+
+# --- the batch: many episodes on the cores (granular.apps.vector) -----------------------------
+
+def test_the_batch_equals_single_environments_bit_for_bit():
+    """Three episodes on two worker processes, through an autoreset, against three single
+    environments with the same seeds and actions: the same observations, rewards and ends."""
+    from granular.apps.vector import QuadrupedVectorEnv
+
+    n, steps = 3, 8
+    rng = np.random.default_rng(1)
+    actions = rng.uniform(-1, 1, (steps, n, 12))
+    batch = QuadrupedVectorEnv(n, workers=2, episode_seconds=0.05)
+    try:
+        assert batch.observation_space.shape == (n, 33) and batch.action_space.shape == (n, 12)
+        obs, info = batch.reset(seed=7)
+        got = [obs]
+        ends = []
+        for a in actions:
+            obs, reward, terminated, truncated, info = batch.step(a)
+            got.append((obs, reward))
+            ends.append(truncated.copy())
+    finally:
+        batch.close()
+    assert any(e.all() for e in ends), "the episodes (5 env steps) ended and were reset"
+    singles = [gym_env.QuadrupedEnv(episode_seconds=0.05) for _ in range(n)]
+    first = np.stack([env.reset(seed=7 + i)[0] for i, env in enumerate(singles)])
+    np.testing.assert_array_equal(got[0], first)
+    done = [False] * n
+    for t, a in enumerate(actions):
+        for i, env in enumerate(singles):
+            if done[i]:
+                o, _ = env.reset()
+                r, done[i] = 0.0, False
+            else:
+                o, r, te, tr, _ = env.step(a[i])
+                done[i] = te or tr
+            np.testing.assert_array_equal(got[t + 1][0][i], o)
+            assert got[t + 1][1][i] == r
+
+
+def test_the_batch_runs_in_process_too_and_reports_bad_input():
+    from granular.apps.vector import QuadrupedVectorEnv
+
+    batch = gymnasium.make_vec(gym_env.ENV_ID, num_envs=2, vectorization_mode="vector_entry_point", workers=0,
+                               media="pebbles")
+    assert isinstance(batch, QuadrupedVectorEnv)
+    obs, info = batch.reset(seed=0)
+    assert obs.shape == (2, 33) and list(info["medium"]) == ["pebbles", "pebbles"] and info["_medium"].all()
+    with pytest.raises(GranularError, match="actions must have shape"):
+        batch.step(np.zeros((3, 12)))
+    with pytest.raises(GranularError, match="seeds for 2 environments"):
+        batch.reset(seed=[1, 2, 3])
+    batch.close()
+    with pytest.raises(GranularError, match="num_envs"):
+        QuadrupedVectorEnv(0)
+    with pytest.raises(GranularError, match="media"):
+        QuadrupedVectorEnv(2, workers=0, media=())

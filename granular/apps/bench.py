@@ -216,3 +216,33 @@ def print_table(results: dict):
             cells = "".join(f"  {k} {v:,.1f}" for k, v in row.items())
             print(f"  {config:<24}{cells}")
     print(f"(speed-ups against {REFERENCE}, measured in the same run)")
+
+
+def batch(sizes=(1, 16, 256, 1024), steps: int = 3, workers: int | None = None, seed: int = 0) -> dict:
+    """Simulator throughput of the quadruped vector environment (quad-trot on sand and pebbles,
+    random joint targets): robot-steps (robots × 1 ms simulator steps) per second for each batch
+    size, against one environment stepped in this process (today's path), measured in the same run.
+    The first vector step (process start, kernels loaded, first contacts) is not timed."""
+    from granular.apps.vector import QuadrupedVectorEnv
+
+    def rate(n, workers):
+        env = QuadrupedVectorEnv(n, workers=workers)
+        used = env.workers
+        try:
+            rng = np.random.default_rng(seed)
+            env.reset(seed=seed)
+            env.step(rng.uniform(-1, 1, env.action_space.shape))
+            start = time.perf_counter()
+            for _ in range(steps):
+                env.step(rng.uniform(-1, 1, env.action_space.shape))
+            elapsed = time.perf_counter() - start
+            return n * env.substeps * steps / elapsed, used
+        finally:
+            env.close()
+
+    base, _ = rate(1, 0)
+    rows = {"1 robot, in-process (today's path)": {"robot_steps_per_s": base, "ratio": 1.0}}
+    for n in sizes:
+        r, used = rate(n, workers)
+        rows[f"{n} robots, {used} workers"] = {"robot_steps_per_s": r, "ratio": r / base}
+    return rows

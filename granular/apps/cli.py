@@ -546,6 +546,8 @@ def cmd_bench(args):
             plots.scaling({"daqp/fixed": rows}, args.plot)
     if args.compliant:
         results["compliant_largest_stable_step"] = bench.compliant()
+    if args.batch:
+        results["batch"] = bench.batch()
     _emit(results, args.json, bench.print_table)
 
 
@@ -719,6 +721,8 @@ def build_parser():
     b.add_argument("--scaling", action="store_true", help="also time scenes of 1, 4, 16, 64 and 256 legged contacts")
     b.add_argument("--compliant", action="store_true",
                    help="also find each compliant law's largest stable time step (drop-upright; a few minutes)")
+    b.add_argument("--batch", action="store_true",
+                   help="also time batches of 1, 16, 256 and 1024 quadrupeds on the cores (needs gymnasium)")
     b.add_argument("--plot", help="with --scaling: write the scaling figure (.png)")
     b.set_defaults(func=cmd_bench)
     return p

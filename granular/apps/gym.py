@@ -44,7 +44,7 @@ except ModuleNotFoundError as exc:  # only a missing gymnasium; a broken install
     if not (exc.name or "").startswith("gymnasium"):
         raise
     raise GranularError("granular.apps.gym needs gymnasium: pip install 'granular[rl]' "
-                        "(or pip install 'gymnasium>=0.29')") from None
+                        "(or pip install 'gymnasium>=1.0')") from None
 
 from granular.contact.detection import detect
 from granular.contact.qp import make_solver
@@ -278,4 +278,6 @@ class QuadrupedEnv(gymnasium.Env):
 
 
 if ENV_ID not in gymnasium.registry:
-    gymnasium.register(ENV_ID, entry_point=f"{__name__}:QuadrupedEnv")
+    # make_vec(ENV_ID, num_envs=N, vectorization_mode="vector_entry_point") gives the batch on the cores
+    gymnasium.register(ENV_ID, entry_point=f"{__name__}:QuadrupedEnv",
+                       vector_entry_point="granular.apps.vector:QuadrupedVectorEnv")

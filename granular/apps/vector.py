@@ -1,0 +1,183 @@
+"""Batches of quadrupeds on the machine's cores: a Gymnasium vector environment.
+
+:class:`QuadrupedVectorEnv` steps ``num_envs`` independent episodes of
+:class:`~granular.apps.gym.QuadrupedEnv` in one call. The episodes are dealt to ``workers``
+processes (default: one per core), each of which steps its share one after another through the one
+simulation loop, exactly as a single environment does: the batch equals that many single
+environments, bit for bit (``tests/test_gym.py``). Each worker builds the scenario's media once and
+shares them, immutable, among its episodes. BLAS runs on one thread per worker, so the workers do
+not contend for the cores.
+
+Autoreset follows Gymnasium 1.x's default (``AutoresetMode.NEXT_STEP``): the step after an episode
+ends resets that episode (without a seed: its own RNG continues) and returns its first observation
+with reward 0. ``reset(seed=s)`` seeds episode i with s + i. ``infos`` hold an array per key of
+:meth:`QuadrupedEnv._info` with Gymnasium's ``_key`` masks.
+
+``workers=0`` steps every episode in this process (no subprocesses): the baseline that
+``granular bench --batch`` compares with.
+"""
+from __future__ import annotations
+
+import copy
+import multiprocessing
+import os
+
+import numpy as np
+
+from granular.apps.gym import QuadrupedEnv
+from granular.errors import GranularError
+
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+
+def _episodes(count: int, kwargs: dict) -> list:
+    """``count`` environments sharing one set of built media (only their episodes are their own)."""
+    first = QuadrupedEnv(**kwargs)
+    envs = [first]
+    for _ in range(count - 1):
+        env = copy.copy(first)
+        env._np_random = None  # its own RNG, from its own seed
+        env._np_random_seed = None
+        envs.append(env)
+    return envs
+
+
+class _Shard:
+    """Some of the batch's episodes, stepped one after another (in a worker or in this process)."""
+
+    def __init__(self, count: int, kwargs: dict):
+        self.envs = _episodes(count, kwargs)
+        self.done = np.zeros(count, dtype=bool)
+
+    def reset(self, seeds):
+        self.done[:] = False
+        results = [env.reset(seed=seed) for env, seed in zip(self.envs, seeds)]
+        return np.stack([o for o, _ in results]), [i for _, i in results]
+
+    def step(self, actions):
+        obs, rewards, terminated, truncated, infos = [], [], [], [], []
+        for k, (env, action) in enumerate(zip(self.envs, actions)):
+            if self.done[k]:
+                o, info = env.reset()
+                r, te, tr = 0.0, False, False
+            else:
+                o, r, te, tr, info = env.step(action)
+            self.done[k] = te or tr
+            obs.append(o), rewards.append(r), terminated.append(te), truncated.append(tr), infos.append(info)
+        return np.stack(obs), np.array(rewards), np.array(terminated), np.array(truncated), infos
+
+
+def _serve(conn, count, kwargs):
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1):
+        try:
+            shard = _Shard(count, kwargs)
+            conn.send(("ready", None))
+        except Exception as exc:  # reported to the parent, which raises it with the worker's message
+            conn.send(("error", f"{type(exc).__name__}: {exc}"))
+            return
+        while True:
+            command, data = conn.recv()
+            if command == "close":
+                return
+            try:
+                conn.send(("ok", getattr(shard, command)(data)))
+            except Exception as exc:
+                conn.send(("error", f"{type(exc).__name__}: {exc}"))
+
+
+class QuadrupedVectorEnv(VectorEnv):
+    """``num_envs`` quadruped episodes stepped together on ``workers`` processes (default: the
+    machine's cores; 0: in this process). Other keyword arguments are :class:`QuadrupedEnv`'s."""
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+    _workers = ()
+
+    def __init__(self, num_envs: int = 16, workers: int | None = None, **env_kwargs):
+        if not (isinstance(num_envs, (int, np.integer)) and num_envs >= 1):
+            raise GranularError(f"num_envs must be a whole number ≥ 1, got {num_envs!r}")
+        workers = (os.cpu_count() or 1) if workers is None else workers
+        if not (isinstance(workers, (int, np.integer)) and workers >= 0):
+            raise GranularError(f"workers must be a whole number ≥ 0, got {workers!r}")
+        if env_kwargs.get("render_mode") is not None:
+            raise GranularError("the vector environment does not render; render a single QuadrupedEnv")
+        probe = QuadrupedEnv(**env_kwargs)  # checks the arguments here, with the user's traceback-free errors
+        self.num_envs = int(num_envs)
+        self.single_observation_space = probe.observation_space
+        self.single_action_space = probe.action_space
+        self.observation_space = batch_space(probe.observation_space, self.num_envs)
+        self.action_space = batch_space(probe.action_space, self.num_envs)
+        self.substeps, self.control_period = probe.substeps, probe.control_period
+        self.workers = min(workers, self.num_envs)
+        counts = [len(part) for part in np.array_split(np.arange(self.num_envs), max(1, self.workers))]
+        self._bounds = np.cumsum([0] + counts)
+        self._local, self._workers = None, []
+        if workers == 0:
+            self._local = _Shard(self.num_envs, env_kwargs)
+        else:
+            ctx = multiprocessing.get_context("spawn")
+            for count in counts:
+                parent, child = ctx.Pipe()
+                process = ctx.Process(target=_serve, args=(child, count, env_kwargs), daemon=True)
+                process.start()
+                child.close()
+                self._workers.append((process, parent))
+            for _ in self._call_each("ready"):
+                pass
+        self._seeded = False
+
+    def _call_each(self, command, parts=None):
+        if command != "ready":
+            for k, (_, conn) in enumerate(self._workers):
+                conn.send((command, None if parts is None else parts[k]))
+        results = []
+        for process, conn in self._workers:
+            status, value = conn.recv()
+            if status == "error":
+                raise GranularError(f"a batch worker failed: {value}")
+            results.append(value)
+        return results
+
+    def _split(self, values):
+        return [values[a:b] for a, b in zip(self._bounds[:-1], self._bounds[1:])]
+
+    def reset(self, *, seed=None, options=None):
+        if seed is None:
+            seeds = [None] * self.num_envs
+        elif isinstance(seed, (int, np.integer)):
+            seeds = [int(seed) + i for i in range(self.num_envs)]
+        else:
+            seeds = list(seed)
+            if len(seeds) != self.num_envs:
+                raise GranularError(f"reset: {len(seeds)} seeds for {self.num_envs} environments")
+        parts = [self._local.reset(seeds)] if self._local else self._call_each("reset", self._split(seeds))
+        obs = np.concatenate([o for o, _ in parts])
+        return obs, self._infos([i for _, infos in parts for i in infos])
+
+    def step(self, actions):
+        actions = np.asarray(actions, dtype=np.float64)
+        if actions.shape != self.action_space.shape:
+            raise GranularError(f"actions must have shape {self.action_space.shape}, got {actions.shape}")
+        parts = [self._local.step(actions)] if self._local else self._call_each("step", self._split(actions))
+        obs, rewards, terminated, truncated = (np.concatenate([p[k] for p in parts]) for k in range(4))
+        return obs, rewards, terminated, truncated, self._infos([i for p in parts for i in p[4]])
+
+    def _infos(self, per_env):
+        infos = {}
+        for k, info in enumerate(per_env):
+            infos = self._add_info(infos, info, k)
+        return infos
+
+    def close_extras(self, **kwargs):
+        for process, conn in self._workers:
+            try:
+                conn.send(("close", None))
+            except (BrokenPipeError, OSError):
+                pass
+        for process, conn in self._workers:
+            process.join(timeout=5)
+            if process.is_alive():
+                process.terminate()
+        self._workers = []
