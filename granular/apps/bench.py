@@ -47,6 +47,53 @@ def controller(scenario: str = "quad-trot", repeat: int = 2000, settle: int = 11
                                                             sim.memory), repeat)}
 
 
+def stages(scenario: str = "quad-trot", steps: int = 2000, settle: int = 1100) -> dict:
+    """Where a step's time goes. Along ``steps`` steps of the scenario after ``settle``, each state
+    is first stepped as the loop steps it (controller + step, timed: ``whole_step``), then each stage
+    of :func:`~granular.simulation.step.step` is called once more on that state's own inputs, timed
+    alone. Medians in µs; ``rest`` is the whole step less the stages: the Python between them (the
+    data-flow and grain-term checks, the step's arrays, the next state)."""
+    from granular.contact.detection import detect
+    from granular.scenarios import scenario as scenarios
+    from granular.simulation.step import contact_qp, step, wrench_spaces
+
+    sim = scenarios.build(scenarios.load(scenario))
+    sim.advance(settle)
+    model, solver, mb = sim.model, sim.solver, sim.model.multibody
+    names = ("controller", "kinematics_and_detection", "dynamics", "wrench_spaces", "qp_assembly", "qp_solve",
+             "whole_step")
+    times = np.zeros((steps, len(names)))
+    clock = time.perf_counter
+    for i in range(steps):
+        state, memory = sim.state, sim.memory
+        t0 = clock()
+        u, _ = sim.controller(state.t, state.q, state.v, memory)
+        step(model, state, u, solver)
+        times[i, 6] = clock() - t0
+        t0 = clock()
+        sim.controller(state.t, state.q, state.v, memory)
+        t1 = clock()
+        body = mb.frames(state.q)
+        frames = detect(mb, model.feet, model.terrain, body)
+        t2 = clock()
+        M, k = mb.dynamics(state.q, state.v, body)
+        t3 = clock()
+        on = np.flatnonzero(frames.active)
+        A, b, rows, _ = wrench_spaces(model, frames.theta[on])
+        t4 = clock()
+        qp = contact_qp(model, state, u, frames, on, M, k, A, b, rows)
+        qp.reduced  # formed lazily, on the solver's first use
+        t5 = clock()
+        if len(on):
+            solver.solve(qp)
+        t6 = clock()
+        times[i, :6] = np.diff([t0, t1, t2, t3, t4, t5, t6])
+        sim.advance(1)
+    out = {name: float(t) for name, t in zip(names, np.median(times, axis=0) * 1e6)}
+    out["rest"] = out["whole_step"] - sum(out[name] for name in names[:6])
+    return out
+
+
 REFERENCE = "cvxpy/exact"
 CONFIGS = ("daqp/fixed", "daqp/fixed/data-flow", "daqp/exact", "quadprog/fixed", "quadprog/exact", "osqp/fixed",
            "osqp/exact", "cvxpy/fixed", "cvxpy/exact")
@@ -206,7 +253,8 @@ def run(quick: bool = False) -> dict:
     return {"single_foot": scene("drop-upright", steps=steps, warmup=300),
             "quadruped": scene("quad-trot", steps=steps, warmup=1100, paper=True),
             "wrench_space_4_contacts": wrench_space(model, repeat=repeat),
-            "gait_controller": {"quad-trot": controller(repeat=4 * repeat)}}
+            "gait_controller": {"quad-trot": controller(repeat=4 * repeat)},
+            "stages_us": {"quad-trot": stages(steps=4 * repeat)}}
 
 
 def print_table(results: dict):

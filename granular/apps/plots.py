@@ -172,6 +172,8 @@ def draw_scene(ax, run, i, wrench_scale=None, alpha=1.0):
     N = len(g["foot_body"])
     for f in range(N):
         pc, axis = foot_pose(g, angle, origin, f)
+        # the link from the foot's body frame to the foot (a walker's leg: hip to foot)
+        ax.plot(*np.stack([origin[g["foot_body"][f]], pc]).T, color="0.3", lw=2, alpha=alpha)
         side = np.array([axis[1], -axis[0]])
         radius, length = g["foot_size"][f]
         box = np.array([pc - radius * side, pc + radius * side, pc + radius * side + length * axis,

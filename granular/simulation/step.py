@@ -106,6 +106,17 @@ def wrench_spaces(model: SimModel, theta):
     return A, b.ravel(), rows, points
 
 
+def contact_qp(model: SimModel, state: State, u, frames, on, M, k, A, b, rows) -> ContactQP:
+    """The step's contact QP (eq. 2) for the feet ``on``, given M, the bias forces k and their W (A, b)."""
+    mb, h = model.multibody, model.dt
+    every = len(on) == len(model.contacts)  # the common case: no copies to select feet
+    return ContactQP(M=M, v=state.v, impulse=h * (k + u),
+                     Jt=(frames.Jt if every else frames.Jt[on]).reshape(-1, mb.ndof),
+                     Jp=(frames.Jp if every else frames.Jp[on]).reshape(-1, mb.ndof),
+                     Mg=model.feet.grain_mass.ravel() if every else model.feet.grain_mass[on].ravel(),
+                     A=A, ub=h * b, rows=rows, branches=mb.branches)
+
+
 def step(model: SimModel, state: State, u, solver, index: int = 0):
     """One step of length model.dt; returns the next state and what the contacts did."""
     mb, h = model.multibody, model.dt
@@ -124,11 +135,7 @@ def step(model: SimModel, state: State, u, solver, index: int = 0):
         A, b, rows, points = wrench_spaces(model, frames.theta if every else frames.theta[on])
     else:  # no wrench space: the penalty force is a function of the state
         A, b, rows, points = np.zeros((0, 3 * len(on))), np.zeros(0), np.zeros(1, dtype=int), None
-    qp = ContactQP(M=M, v=state.v, impulse=h * (k + u),
-                   Jt=(frames.Jt if every else frames.Jt[on]).reshape(-1, mb.ndof),
-                   Jp=(frames.Jp if every else frames.Jp[on]).reshape(-1, mb.ndof),
-                   Mg=model.feet.grain_mass.ravel() if every else model.feet.grain_mass[on].ravel(),
-                   A=A, ub=h * b, rows=rows, branches=mb.branches)
+    qp = contact_qp(model, state, u, frames, on, M, k, A, b, rows)
     fallback = False
     if not len(on):
         v_next = qp.v_free
