@@ -3,16 +3,20 @@
 The passive walker of Zheng & Wang (§2, eqs. 5–6) walks on a rigid floor: a unilateral contact
 with Coulomb's dry friction. Recorded like a medium (a foot pushed in each direction at each θ),
 that floor resists a foot pressed into it (v_z < 0) with a normal force N and a friction force
-−μ N sign(v_x), at p_center; nothing otherwise. N is a capacity that grows in proportion to depth,
-``STIFFNESS`` N per metre: at 10 µm, the data's one depth, it bears 10 kN, far above a walker's weight,
-so the floor is rigid for the robot and plastic for the contact QP (no rebound). Past the data the
-model scales W(θ) in proportion to depth (learning/model.py), which is this law exactly: an impact
-still presses a foot in by up to a millimetre in one 1 ms step, outside the data but not outside the
-law. (Deeper samples, of MN forces, put the hull's torque thickness below the tolerances of the
-training report's polytope checks.) A rolling resistance
-ε N of a tiny lever ``ROLLING`` gives the hull a torque thickness, without which it is flat and its
-half-spaces are not defined. The QP's maximum dissipation makes this Coulomb friction with one
-coefficient: it does not tell static from kinetic friction (Zheng & Wang's μ₀ > μ).
+−μ N sign(v_x), at p_center; nothing otherwise.
+
+N grows in proportion to depth, ``STIFFNESS`` N per metre: at 10 µm, the data's one depth, it
+bears 10 kN, far above a walker's weight. So the floor is rigid for the robot and plastic for the
+contact QP (no rebound), and an impact completes in one step (at 1 N per µm it took several, and
+the load swapped between feet). Past the data the model scales W(θ) in proportion to depth
+(learning/model.py), which is this law exactly, so an impact may press a foot a millimetre in.
+Deeper samples, of MN forces, would put the hull's torque thickness below the tolerances of the
+training report's polytope checks.
+
+A rolling resistance ε N, of a tiny lever ``ROLLING``, gives the hull a torque thickness; without
+it the hull is flat and its half-spaces are not defined. The QP's maximum dissipation makes this
+Coulomb friction with one coefficient: it does not tell static from kinetic friction (Zheng &
+Wang's μ₀ > μ).
 """
 from __future__ import annotations
 
