@@ -7,7 +7,7 @@ that floor resists a foot pressed into it (v_z < 0) with a normal force N and a 
 
 N grows in proportion to depth, ``STIFFNESS`` N per metre: at 10 µm, the data's one depth, it
 bears 10 kN, far above a walker's weight. So the floor is rigid for the robot and plastic for the
-contact QP (no rebound), and an impact completes in one step (at 1 N per µm it took several, and
+contact QP (no rebound), and an impact completes in one step (at 10 N per µm it took several, and
 the load swapped between feet). Past the data the model scales W(θ) in proportion to depth
 (learning/model.py), which is this law exactly, so an impact may press a foot a millimetre in.
 Deeper samples, of MN forces, would put the hull's torque thickness below the tolerances of the
