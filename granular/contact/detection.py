@@ -4,9 +4,10 @@ For a foot attached to a body: p_center and the foot axis in world
 coordinates; p_c, the closest surface point, and its outward normal n; the
 configuration θ = (d, φ) with d the signed height of p_center above the
 surface along n and φ the axis tilt from n, clamped to [−π/2, π/2]; the foot
-is in contact when d < 0. A round foot (``roll_radius`` r > 0, the passive walker's arc
-feet) touches at O − r n, O being its arc's centre: there d is O's height less r, the foot's
-axis follows n (φ = 0) and the Jacobians are those of the body point at O − r n. J_t maps generalized velocities to the foot's twist
+is in contact when d < 0. A round foot (``roll_radius`` r > 0, the passive
+walker's arc feet) touches at O − r n, O being its arc's centre: there d is O's
+height less r, the foot's axis follows n (φ = 0) and the Jacobians are those
+of the body point at O − r n. J_t maps generalized velocities to the foot's twist
 at p_r in F_c's axes (the frame W(θ) is learned in), so a wrench w in F_r acts
 as the generalized force J_tᵀ w, and J_p gives the twist at p_center (for the
 kinetic energy of the dragged grains).

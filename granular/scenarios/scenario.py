@@ -66,7 +66,7 @@ class WalkerRobot(Schema, tag="walker", tag_field="kind"):
     com: Positive = 0.10                     # m, hip to the leg's centre of mass
     foot_radius: NonNegative = 0.08          # m, the round foot's arc (0: point feet)
     hip_mass: NonNegative = 0.0              # kg, a point mass at the hip
-    swing_margin: NonNegative = 0.03         # m: feet this close along x count as side by side
+    swing_margin: NonNegative = 0.03         # m a landing foot must be ahead to take the load (detection.leading)
 
 
 class Initial(Schema):
