@@ -31,9 +31,10 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 
-def _episodes(count: int, kwargs: dict) -> list:
-    """``count`` environments sharing one set of built media (only their episodes are their own)."""
-    first = QuadrupedEnv(**kwargs)
+def _episodes(count: int, kwargs: dict, first: QuadrupedEnv | None = None) -> list:
+    """``count`` environments sharing one set of built media (only their episodes are their own):
+    ``first`` and copies of it (``first`` is built from ``kwargs`` if not given)."""
+    first = QuadrupedEnv(**kwargs) if first is None else first
     envs = [first]
     for _ in range(count - 1):
         env = copy.copy(first)
@@ -46,8 +47,8 @@ def _episodes(count: int, kwargs: dict) -> list:
 class _Shard:
     """Some of the batch's episodes, stepped one after another (in a worker or in this process)."""
 
-    def __init__(self, count: int, kwargs: dict):
-        self.envs = _episodes(count, kwargs)
+    def __init__(self, count: int, kwargs: dict, first: QuadrupedEnv | None = None):
+        self.envs = _episodes(count, kwargs, first)
         self.done = np.zeros(count, dtype=bool)
 
     def reset(self, seeds):
@@ -115,7 +116,7 @@ class QuadrupedVectorEnv(VectorEnv):
         self._bounds = np.cumsum([0] + counts)
         self._local, self._workers = None, []
         if workers == 0:
-            self._local = _Shard(self.num_envs, env_kwargs)
+            self._local = _Shard(self.num_envs, env_kwargs, first=probe)
         else:
             ctx = multiprocessing.get_context("spawn")
             for count in counts:
@@ -124,16 +125,16 @@ class QuadrupedVectorEnv(VectorEnv):
                 process.start()
                 child.close()
                 self._workers.append((process, parent))
-            for _ in self._call_each("ready"):
-                pass
-        self._seeded = False
+            self._receive()  # each worker's "ready", or its error
 
-    def _call_each(self, command, parts=None):
-        if command != "ready":
-            for k, (_, conn) in enumerate(self._workers):
-                conn.send((command, None if parts is None else parts[k]))
+    def _call_each(self, command, parts):
+        for part, (_, conn) in zip(parts, self._workers):
+            conn.send((command, part))
+        return self._receive()
+
+    def _receive(self):
         results = []
-        for process, conn in self._workers:
+        for _, conn in self._workers:
             status, value = conn.recv()
             if status == "error":
                 raise GranularError(f"a batch worker failed: {value}")

@@ -45,8 +45,9 @@ class SimModel:
     contact_law: str = DEFAULT_LAW
     #: parameters of a compliant law; default: fitted to the medium's dataset (contact/compliant.py)
     compliant: compliant.Compliant | None = None
-    #: the passive walker's swing rule: only the leading foot within this margin (m) bears load
-    #: (:func:`~granular.contact.detection.leading`); None: every foot in contact does
+    #: the passive walker's swing rule: one foot bears the load, and another takes it over by landing
+    #: more than this margin (m) ahead (:func:`~granular.contact.detection.leading`); None: every
+    #: foot in contact bears load
     leading_foot: float | None = None
     A_fixed: np.ndarray | None = field(default=None, repr=False)
 
