@@ -106,11 +106,14 @@ def cmd_synth(args):
     from granular.foot import Foot
     from granular.data.synth import synthesize
 
-    name = args.soil if args.source == "terramechanics" else args.medium
+    name = args.soil if args.source in ("terramechanics", "wheel") else args.medium
     if name is None:
-        raise GranularError("--source rft or coulomb needs --medium; --source terramechanics needs --soil")
+        raise GranularError("--source rft or coulomb needs --medium; --source terramechanics or wheel needs --soil")
     _check_outputs(args)
-    foot = Foot(args.foot_radius, args.foot_length, args.foot_r_offset)
+    if args.source == "wheel":
+        foot = Foot(args.wheel_radius, args.wheel_width, args.wheel_radius)
+    else:
+        foot = Foot(args.foot_radius, args.foot_length, args.foot_r_offset)
     ds = synthesize(args.source, name, args.depths, args.tilts, args.directions, foot, progress=True)
     wd.write(ds, args.out)
     _say(f"wrote {args.out}: {ds.n} configurations × {ds.m} directions ({args.source}, {name})")
@@ -120,22 +123,39 @@ def cmd_wheel(args):
     from granular.data import terramechanics, wheel
 
     _check_outputs(args, files=("plot",), folders=())
-    w = wheel.Wheel(args.radius, args.width, args.load)
-    sweep = wheel.slip_sweep(w, terramechanics.soil(args.soil), args.slips, args.shear_modulus)
-    result = {"soil": args.soil, "radius_m": w.radius, "width_m": w.width, "load_n": w.load,
+    simulated = None
+    if args.simulate:
+        from granular.scenarios import scenario as scenarios, wheels
+
+        bed = scenarios.load(args.simulate)
+        w, soil = wheels.bed_reference(bed)
+        soil_name = f"{scenarios.checked(bed).medium} (the scenario's)"
+        simulated = wheels.simulate_bed(bed, args.slips, progress=True)
+    else:
+        w, soil, soil_name = wheel.Wheel(args.radius, args.width, args.load), terramechanics.soil(args.soil), args.soil
+    sweep = wheel.slip_sweep(w, soil, args.slips, args.shear_modulus)
+    result = {"soil": soil_name, "radius_m": w.radius, "width_m": w.width, "load_n": w.load,
               **{k: [float(x) for x in v] for k, v in sweep.items()}}
+    if simulated is not None:
+        result["simulated"] = {"scenario": args.simulate, **{k: [float(x) for x in v] for k, v in simulated.items()}}
     if args.plot:
         from granular.apps import plots
 
-        result["figure"] = str(plots.wheel(sweep, args.plot, f"{args.soil}: r {w.radius} m, b {w.width} m, "
-                                                             f"load {w.load} N"))
+        result["figure"] = str(plots.wheel(sweep, args.plot, f"{soil_name}: r {w.radius} m, b {w.width} m, "
+                                                             f"load {w.load:.4g} N", simulated))
 
     def human(r):
-        _say(f"rigid wheel r {r['radius_m']} m, b {r['width_m']} m, load {r['load_n']} N on {r['soil']} "
+        _say(f"rigid wheel r {r['radius_m']} m, b {r['width_m']} m, load {r['load_n']:.4g} N on {r['soil']} "
              "(Wong–Reece, Janosi–Hanamoto):")
         _say("  slip  sinkage m  drawbar pull N  torque N·m  efficiency")
         for row in zip(r["slip"], r["sinkage_m"], r["drawbar_pull_n"], r["torque_nm"], r["efficiency"]):
             _say("  {:4.2f}  {:9.4f}  {:14.2f}  {:10.2f}  {:10.2f}".format(*row))
+        if "simulated" in r:
+            sim = r["simulated"]
+            _say(f"simulated ({sim['scenario']}: the learned W(θ), data-flow contact, steady state):")
+            _say("  slip  sinkage m  drawbar pull N  torque N·m  load N")
+            for row in zip(sim["slip"], sim["sinkage_m"], sim["drawbar_pull_n"], sim["torque_nm"], sim["load_n"]):
+                _say("  {:4.2f}  {:9.4f}  {:14.2f}  {:10.2f}  {:6.1f}".format(*row))
         if "figure" in r:
             _say(f"wrote {r['figure']}")
 
@@ -563,9 +583,11 @@ def build_parser():
     p.add_argument("-v", "--verbose", action="store_true", help="log debugging detail")
     sub = p.add_subparsers(dest="command", required=True)
 
-    s = sub.add_parser("synth", help="generate a synthetic wrench dataset (RFT, terramechanics, a rigid floor)")
-    s.add_argument("--source", choices=["rft", "terramechanics", "coulomb"], default="rft",
-                   help="coulomb: a rigid floor with Coulomb friction (data/coulomb.py)")
+    s = sub.add_parser("synth", help="generate a synthetic wrench dataset (RFT, terramechanics, a rigid floor, "
+                                     "a wheel)")
+    s.add_argument("--source", choices=["rft", "terramechanics", "coulomb", "wheel"], default="rft",
+                   help="coulomb: a rigid floor with Coulomb friction (data/coulomb.py); wheel: a rigid wheel "
+                        "on a --soil (data/wheel.py)")
     s.add_argument("--medium", help="RFT medium preset: sand, pebbles; for coulomb, the name to give the floor")
     s.add_argument("--soil", help="terramechanics soil (Ding et al. Table 6), e.g. dry-sand, lete-sand")
     s.add_argument("--out", required=True, help="output dataset (.h5)")
@@ -575,6 +597,8 @@ def build_parser():
     s.add_argument("--foot-radius", type=_number(0, 10, low_open=True), default=0.05, help="m")
     s.add_argument("--foot-length", type=_number(0, 10, low_open=True), default=0.30, help="m")
     s.add_argument("--foot-r-offset", type=_number(-10, 10), default=0.25, help="p_r's distance above p_center (m)")
+    s.add_argument("--wheel-radius", type=_number(0, 10, low_open=True), default=0.15, help="--source wheel: m")
+    s.add_argument("--wheel-width", type=_number(0, 10, low_open=True), default=0.10, help="--source wheel: m")
     s.set_defaults(func=cmd_synth)
 
     mg = sub.add_parser("merge", help="join datasets of one medium and protocol (e.g. an extended grid)")
@@ -711,6 +735,9 @@ def build_parser():
                    help="comma-separated slips in [0, 0.99] (default 0 to 0.8)")
     w.add_argument("--shear-modulus", type=_number(0, 10, low_open=True), default=0.01,
                    help="Janosi–Hanamoto K (m); Table 6 gives none")
+    w.add_argument("--simulate", nargs="?", const="wheel-bed", metavar="SCENARIO",
+                   help="also run the test bed in the simulator at each slip (default scenario wheel-bed); the "
+                        "wheel, soil and load are then the scenario's")
     w.add_argument("--plot", help="write the figure (.png)")
     w.add_argument("--json", action="store_true")
     w.set_defaults(func=cmd_wheel)

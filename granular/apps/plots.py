@@ -295,16 +295,22 @@ def scaling(results: dict, path, title="time per step against scene size"):
     return save(fig, path)
 
 
-def wheel(sweep: dict, path, title=""):
-    """The single-wheel test bed's curves against slip: drawbar pull and torque, sinkage."""
+def wheel(sweep: dict, path, title="", simulated=None):
+    """The single-wheel test bed's curves against slip: drawbar pull and torque, sinkage; the
+    terramechanics reference as lines, the simulated test bed (if any) as markers."""
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
     s = sweep["slip"]
-    a.plot(s, sweep["drawbar_pull_n"], "o-", label="drawbar pull (N)")
-    a.plot(s, sweep["torque_nm"], "s-", label="driving torque (N·m)")
+    a.plot(s, sweep["drawbar_pull_n"], "-", color="C0", label="drawbar pull (N), Wong–Reece")
+    a.plot(s, sweep["torque_nm"], "-", color="C1", label="driving torque (N·m), Wong–Reece")
+    b.plot(s, 1e3 * sweep["sinkage_m"], "-", color="C0", label="Wong–Reece")
+    if simulated is not None:
+        a.plot(simulated["slip"], simulated["drawbar_pull_n"], "o", color="C0", label="drawbar pull, simulated")
+        a.plot(simulated["slip"], simulated["torque_nm"], "s", color="C1", label="torque, simulated")
+        b.plot(simulated["slip"], 1e3 * simulated["sinkage_m"], "o", color="C0", label="simulated (learned W(θ))")
+        b.legend(fontsize=8)
     a.axhline(0.0, color="0.6", lw=0.8)
     a.set_xlabel("slip")
     a.legend(fontsize=8)
-    b.plot(s, 1e3 * sweep["sinkage_m"], "o-")
     b.set_xlabel("slip")
     b.set_ylabel("sinkage (mm)")
     fig.suptitle(title)

@@ -20,7 +20,7 @@ from granular.io.h5io import array, atomic_h5, attr, read_h5
 
 FORMAT = "granular-wrench-dataset"
 VERSION = 1
-SOURCES = ("rft", "terramechanics", "coulomb", "dem", "ft-rig")
+SOURCES = ("rft", "terramechanics", "coulomb", "wheel", "dem", "ft-rig")
 UNITS = {
     "units_configs": "m, rad",
     "units_velocity_scale": "m/s, m/s, rad/s",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from tqdm import tqdm
 
-from granular.data import coulomb, rft
+from granular.data import coulomb, rft, wheel
 
 from granular.data import terramechanics
 from granular.data.dataset import WrenchDataset
@@ -24,7 +24,9 @@ from granular.data.sampling import config_grid, sphere_directions
 def synthesize(source: str, name: str, depths=None, tilts=None, m: int = 26,
                foot: Foot = Foot(), progress: bool = False) -> WrenchDataset:
     """A dataset for ``source`` ('rft' with a medium name, 'terramechanics' with a soil name,
-    'coulomb' with a name for the rigid floor it describes)."""
+    'coulomb' with a name for the rigid floor it describes, 'wheel' with a soil name: a rigid wheel
+    whose radius and width are ``foot``'s radius and length)."""
+    directions = sphere_directions(m)
     if source == "rft":
         preset = medium(name)
 
@@ -54,13 +56,26 @@ def synthesize(source: str, name: str, depths=None, tilts=None, m: int = 26,
 
         provenance = {"model": "rigid floor: point contact with Coulomb friction (granular/data/coulomb.py)",
                       "friction": coulomb.FRICTION, "stiffness_N_per_m": coulomb.STIFFNESS, "rolling_m": coulomb.ROLLING}
+    elif source == "wheel":
+        ground, rim = terramechanics.soil(name), wheel.Wheel(foot.radius, foot.length)
+        foot = Foot(rim.radius, rim.width, rim.radius)  # F_r at the wheel's centre
+        preset = Medium(name, 0.0, wheel.DEPTHS, (0.0,), tuple(wheel.velocity_scale(rim)))
+        directions = wheel.directions(m)
+
+        def model(theta, twists):
+            return wheel.contact_wrench(rim, ground, theta, twists)
+
+        provenance = {"model": "rigid wheel: Wong-Reece normal stress, Janosi-Hanamoto shear, Ding et al. 2013 "
+                               "eqs. 15, 20, 21, 24 (granular/data/wheel.py)", "body": "wheel",
+                      "shear_modulus_m": wheel.SHEAR_MODULUS,
+                      **{f"soil_{k}": float(v) for k, v in vars(ground).items()}}
     else:
-        raise GranularError(f"unknown synthetic source {source!r}; choose 'rft', 'terramechanics' or 'coulomb'")
+        raise GranularError(f"unknown synthetic source {source!r}; choose 'rft', 'terramechanics', 'coulomb' "
+                            "or 'wheel'")
 
     configs = config_grid(preset.depths if depths is None else depths, preset.tilts if tilts is None else tilts)
-    directions = sphere_directions(m)
     scale = np.asarray(preset.velocity_scale, dtype=float)
-    wrenches = np.zeros((len(configs), m, 3))
+    wrenches = np.zeros((len(configs), len(directions), 3))
     for j, (d, phi) in enumerate(tqdm(configs, desc=f"synth {source}:{name}", disable=None if progress else True)):
         if d >= 0:
             continue

@@ -25,6 +25,7 @@ from scipy.optimize import brentq
 
 from granular.data.terramechanics import Soil
 from granular.errors import GranularError
+from granular.frames import MIRROR
 
 C1, C2 = 0.4, 0.15
 SHEAR_MODULUS = 0.01
@@ -48,30 +49,76 @@ class Wheel:
 
 
 def stresses(wheel: Wheel, soil: Soil, sinkage: float, slip: float, theta, shear_modulus: float = SHEAR_MODULUS):
-    """σ(θ), τ(θ) (Pa) at rim angles θ (rad from the bottom, positive towards the front)."""
+    """σ(θ), τ(θ) (Pa) at rim angles θ (rad from the bottom, positive towards the front) of a wheel
+    rolling forward at slip s (its centre at speed (1 − s) times the rim's)."""
+    return rim_stresses(wheel, soil, sinkage, theta, 1.0 - slip, 0.0, 1.0, shear_modulus)
+
+
+def rim_stresses(wheel: Wheel, soil: Soil, sinkage: float, theta, vx: float, vz: float, ur: float,
+                 shear_modulus: float = SHEAR_MODULUS):
+    """σ(θ), τ(θ) (Pa) for any motion going forward: the centre at (vx ≥ 0, vz), the rim's surface at
+    ur = −ωr (m/s; > 0 rolls forward). Wong–Reece and Janosi–Hanamoto, generalised twice:
+
+    - the soil is loaded only where the rim advances into it, v·(sin θ, −cos θ) ≥ 0 (RFT's leading
+      surface: a rising wheel unloads its rear first, and loses its support when it lifts straight up);
+    - a rim that does not roll forward (ur ≤ 0) slides over the whole arc, its shear fully mobilised
+      against the rim's slip velocity ur − vx cos θ (Wong's j → ±∞ as ur → 0).
+    """
     r, b = wheel.radius, wheel.width
     t1 = np.arccos(1.0 - sinkage / r)
+    slip = min(max(1.0 - vx / ur, 0.0), 1.0) if ur > 0 else 1.0  # sets only the peak's angle
     tm = (C1 + C2 * slip) * t1
-    front = theta >= tm
-    # behind θ_m the front's profile is mapped onto [0, θ_m] (θ₂ = 0)
-    mapped = np.where(front, theta, t1 - theta / max(tm, 1e-12) * (t1 - tm))
-    sigma = (soil.k_c / b + soil.k_phi) * r**soil.n * np.maximum(np.cos(mapped) - np.cos(t1), 0.0) ** soil.n
-    j = r * ((t1 - theta) - (1.0 - slip) * (np.sin(t1) - np.sin(theta)))
-    tau = (soil.cohesion + sigma * np.tan(soil.friction_angle)) * (1.0 - np.exp(-np.abs(j) / shear_modulus)) * np.sign(j)
+    # behind θ_m the front's profile is mapped onto [0, θ_m] (θ₂ = 0); behind the bottom (θ < 0,
+    # loaded only by a wheel moving down) the front's static profile, mirrored
+    mapped = np.where(theta >= tm, theta, t1 - theta / max(tm, 1e-12) * (t1 - tm))
+    mapped = np.where(theta < 0, -theta, mapped)
+    advance = vx * np.sin(theta) - vz * np.cos(theta)
+    # the rear arc only where it advances (a sinking wheel); the front also where it merely presses
+    # (a wheel spinning in place keeps the support it rolls on)
+    loaded = np.where(theta < 0, advance > 0.0, advance >= 0.0)
+    sigma = (soil.k_c / b + soil.k_phi) * r**soil.n * np.maximum(np.cos(mapped) - np.cos(t1), 0.0) ** soil.n * loaded
+    if ur > 0:
+        j = r * ((t1 - theta) - (vx / ur) * (np.sin(t1) - np.sin(theta)))
+        mobilised = (1.0 - np.exp(-np.abs(j) / shear_modulus)) * np.sign(j)
+    else:
+        mobilised = np.sign(ur - vx * np.cos(theta))
+    tau = (soil.cohesion + sigma * np.tan(soil.friction_angle)) * mobilised * loaded
     return sigma, tau
+
+
+def _integrals(wheel: Wheel, soil: Soil, sinkage, vx, vz, ur, shear_modulus):
+    """(f_x, f_z, τ) of the soil on a wheel going forward (vx ≥ 0): N, N, N·m about its centre (eq. 24),
+    over the front arc [0, θ₁] and, where a sinking wheel loads it, the rear [−θ₁, 0]."""
+    t1 = np.arccos(1.0 - sinkage / wheel.radius)
+    total = np.zeros(3)
+    for theta in (np.linspace(0.0, t1, ARC_POINTS), np.linspace(-t1, 0.0, ARC_POINTS)):
+        sigma, tau = rim_stresses(wheel, soil, sinkage, theta, vx, vz, ur, shear_modulus)
+        total += [np.trapezoid(tau * np.cos(theta) - sigma * np.sin(theta), theta),
+                  np.trapezoid(sigma * np.cos(theta) + tau * np.sin(theta), theta),
+                  wheel.radius * np.trapezoid(tau, theta)]
+    return wheel.radius * wheel.width * total
+
+
+def rim_wrench(wheel: Wheel, soil: Soil, sinkage: float, vx: float, vz: float, ur: float,
+               shear_modulus: float = SHEAR_MODULUS) -> np.ndarray:
+    """(f_x, f_z, τ) of the soil on the wheel for any planar motion, in the frame of the surface at the
+    wheel's centre: a wheel going backwards (its centre, or if that is still, its rim) is the mirror
+    image of one going forwards, and one moving only up or down the mean of the two."""
+    if not 0.0 < sinkage < wheel.radius:
+        raise GranularError(f"sinkage must lie in (0, r = {wheel.radius} m), got {sinkage!r}")
+    size = abs(vx) + abs(vz) + abs(ur)
+    vx, vz = (0.0 if abs(a) <= 1e-12 * size else a for a in (vx, vz))  # rounding decides no side
+    way = np.sign(vx) or np.sign(ur)
+    forward = _integrals(wheel, soil, sinkage, vx, vz, ur, shear_modulus) if way >= 0 else None
+    backward = _integrals(wheel, soil, sinkage, -vx, vz, -ur, shear_modulus) * MIRROR if way <= 0 else None
+    if forward is None:
+        return backward
+    return forward if backward is None else 0.5 * (forward + backward)
 
 
 def forces(wheel: Wheel, soil: Soil, sinkage: float, slip: float, shear_modulus: float = SHEAR_MODULUS):
     """(F_N, drawbar pull, driving torque) in N, N, N·m at a sinkage (m) and slip (eq. 24)."""
-    if not 0.0 < sinkage < wheel.radius:
-        raise GranularError(f"sinkage must lie in (0, r = {wheel.radius} m), got {sinkage!r}")
-    t1 = np.arccos(1.0 - sinkage / wheel.radius)
-    theta = np.linspace(0.0, t1, ARC_POINTS)
-    sigma, tau = stresses(wheel, soil, sinkage, slip, theta, shear_modulus)
-    rb = wheel.radius * wheel.width
-    normal = rb * np.trapezoid(sigma * np.cos(theta) + tau * np.sin(theta), theta)
-    pull = rb * np.trapezoid(tau * np.cos(theta) - sigma * np.sin(theta), theta)
-    torque = wheel.radius * rb * np.trapezoid(tau, theta)
+    pull, normal, torque = rim_wrench(wheel, soil, sinkage, 1.0 - slip, 0.0, 1.0, shear_modulus)
     return float(normal), float(pull), float(torque)
 
 
@@ -99,3 +146,37 @@ def slip_sweep(wheel: Wheel, soil: Soil, slips, shear_modulus: float = SHEAR_MOD
     efficiency = np.where(torque > 0, out[:, 1] * (1 - slips) * wheel.radius / np.where(torque > 0, torque, 1.0), 0.0)
     return {"slip": slips, "sinkage_m": z, "drawbar_pull_n": out[:, 1], "torque_nm": torque,
             "efficiency": np.maximum(efficiency, 0.0)}
+
+
+#: The wheel's datasets (`granular synth --source wheel`): sinkages (m, as depths d = −z of the rim's
+#: lowest point) and the slips whose rolling directions join the sphere's.
+DEPTHS = (0.0, -0.005, -0.01, -0.02, -0.03, -0.045, -0.06)
+SLIPS = (-0.3, -0.1, 0.1, 0.2, 0.35, 0.6)
+#: Speed of the directions' scale (m/s); the rotation rate's is SPEED / r, so that a direction's slip
+#: is e_x / e_φ and the sphere spreads over slips, not over a speed ratio.
+SPEED = 0.1
+
+
+def velocity_scale(wheel: Wheel) -> np.ndarray:
+    return np.array([SPEED, SPEED, SPEED / wheel.radius])
+
+
+def directions(m: int = 26, slips=SLIPS) -> np.ndarray:
+    """The sphere's m directions and, for each slip s, the direction of rolling at that slip and its
+    mirror image: ±(−s, 0, −1) normalised (the lowest rim point slips at −s times the rim's speed).
+    The sphere's 45° azimuths alone hold only s = 0 and s = 1, where drawbar pull changes most."""
+    from granular.data.sampling import sphere_directions
+
+    rolling = np.array([[-s, 0.0, -1.0] for s in slips])
+    rolling /= np.linalg.norm(rolling, axis=1, keepdims=True)
+    return np.vstack([sphere_directions(m), rolling, rolling * -1.0])
+
+
+def contact_wrench(wheel: Wheel, soil: Soil, theta, twists, shear_modulus: float = SHEAR_MODULUS) -> np.ndarray:
+    """Resistance wrenches (k, 3) in F_r, at the wheel's centre, to twists (k, 3) of the rim's lowest
+    point p_center in F_c (the frames of a round foot, :mod:`granular.contact.detection`): its
+    velocity is the slip velocity, and the centre moves at it plus ω × r n."""
+    sinkage = min(-float(theta[0]), 0.999 * wheel.radius)
+    r = wheel.radius
+    return np.array([rim_wrench(wheel, soil, sinkage, ux - w * r, uz, -w * r, shear_modulus)
+                     for ux, uz, w in np.atleast_2d(np.asarray(twists, dtype=float))])

@@ -202,3 +202,68 @@ class Trot:
 
     def __call__(self, t, pitch=0.0):
         return self.robot.pose(self.legs(t), pitch)
+
+
+#: The wheel servos' gains, per unit of mass or inertia: proportional 0.5 / dt (half the explicit
+#: step's stability limit, settling in a few steps) and integral INTEGRAL times that (the slow pole
+#: at INTEGRAL rad/s), so that a steady load leaves no steady error.
+INTEGRAL = 10.0
+
+
+def _pi(error, integral, dt, inertia, limit=np.inf):
+    """A servo's generalized force and its next integral (held where the force saturates)."""
+    gain = 0.5 / dt
+    force = inertia * gain * (error + INTEGRAL * (integral + error * dt))
+    if abs(force) <= limit:
+        return force, integral + error * dt
+    return math.copysign(limit, force), integral
+
+
+@dataclass(frozen=True)
+class Carriage:
+    """The single-wheel test bed (Ding et al. 2013, §4): a carriage holds the wheel's centre at
+    ``speed`` (m/s) along x and the motor turns it at ω = −speed / ((1 − slip) r), both by PI
+    servos; the wheel is free to sink. Memory: the two error integrals."""
+
+    speed: float
+    slip: float
+    radius: float
+    dt: float
+    mass: float
+    inertia: float
+
+    def initial_memory(self):
+        return (0.0, 0.0)
+
+    def __call__(self, t, q, v, memory):
+        rate = -self.speed / ((1.0 - self.slip) * self.radius)
+        fx, ix = _pi(self.speed - v[0], memory[0], self.dt, self.mass)
+        tau, iw = _pi(rate - v[2], memory[1], self.dt, self.inertia)
+        return np.array([fx, 0.0, tau]), (ix, iw)
+
+
+@dataclass(frozen=True)
+class Drive:
+    """Wheel motors: each wheel's rate relative to the chassis driven by a PI servo towards rolling
+    forward at ``speed`` (m/s; reached over ``ramp`` s from rest), its torque clipped to
+    ``max_torque`` (N·m). Memory: the error integral per wheel."""
+
+    speed: float
+    radius: float
+    dt: float
+    inertia: float                # a wheel's, kg·m²
+    max_torque: float
+    ndof: int
+    ramp: float = 0.5
+
+    def initial_memory(self):
+        return (0.0,) * (self.ndof - 3)
+
+    def __call__(self, t, q, v, memory):
+        rate = -self.speed / self.radius * min(t / self.ramp, 1.0) if self.ramp > 0 else -self.speed / self.radius
+        u = np.zeros(self.ndof)
+        out = []
+        for j, integral in enumerate(memory):
+            u[3 + j], integral = _pi(rate - v[3 + j], integral, self.dt, self.inertia, self.max_torque)
+            out.append(integral)
+        return u, tuple(out)

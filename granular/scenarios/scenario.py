@@ -24,8 +24,9 @@ from granular.dynamics.multibody import Body, MultiBody
 from granular.errors import GranularError
 from granular.io.schema import Finite, NonNegative, Positive, Schema, load as load_schema, parse
 from granular.io.resources import shipped
-from granular.scenarios.control import Hold, JointPD, Keyframes, Passive, Path as RefPath, PIDTracker, Trot
-from granular.scenarios import walker
+from granular.scenarios.control import (Carriage, Drive, Hold, JointPD, Keyframes, Passive, Path as RefPath,
+                                        PIDTracker, Trot)
+from granular.scenarios import walker, wheels
 from granular.scenarios.robots import load_quadruped
 from granular.simulation.simulation import Recorder, Run, Simulation
 from granular.simulation.step import SimModel, State
@@ -67,6 +68,22 @@ class WalkerRobot(Schema, tag="walker", tag_field="kind"):
     foot_radius: NonNegative = 0.08          # m, the round foot's arc (0: point feet)
     hip_mass: NonNegative = 0.0              # kg, a point mass at the hip
     swing_margin: NonNegative = 0.03         # m a landing foot must be ahead to take the load (detection.leading)
+
+
+class WheelRobot(Schema, tag="wheel", tag_field="kind"):
+    """One rigid wheel (scenarios/wheels.py) of the medium's geometry: the test bed's."""
+    mass: Positive = 10.19                   # kg: 100 N on the soil
+    inertia: Positive | None = None          # kg·m² about the axle; default a disc's, m r² / 2
+
+
+class RoverRobot(Schema, tag="rover", tag_field="kind"):
+    """A planar rover: a chassis on driven wheels of the medium's geometry (scenarios/wheels.py)."""
+    mass: Positive = 20.0                    # kg, the chassis
+    inertia: Positive = 1.5                  # kg·m² about its centre of mass
+    wheels: Annotated[int, Meta(ge=2, le=12)] = 3
+    wheelbase: Positive = 0.8                # m from the first axle to the last
+    axle_height: Finite = -0.1               # m, the axles below (−) the chassis' centre of mass
+    wheel_mass: Positive = 2.0               # kg per wheel
 
 
 class Initial(Schema):
@@ -120,6 +137,17 @@ class TrotGait(Schema, tag="trot", tag_field="kind"):
     start: NonNegative = 0.5                                   # s of standing first
 
 
+class TestBedControl(Schema, tag="testbed", tag_field="kind"):
+    speed: Positive = 0.05                                    # m/s, the carriage
+    slip: Annotated[float, Meta(ge=-1.0, lt=1.0)] = 0.2       # the wheel turns at −speed / ((1 − slip) r)
+
+
+class DriveControl(Schema, tag="drive", tag_field="kind"):
+    speed: Finite = 0.2                                       # m/s, the wheels' rim speed (forward > 0)
+    max_torque: Positive = 20.0                               # N·m per wheel
+    ramp: NonNegative = 0.5                                   # s from rest to speed
+
+
 class HoldPose(Schema, tag="hold", tag_field="kind"):
     legs: dict[LIMBS, XZ]
 
@@ -132,7 +160,7 @@ class ScenarioFile(Schema):
     """A scenario file (sim/README.md documents the keys)."""
 
     duration: Annotated[float, Meta(gt=0.0, le=1e4)]   # s
-    robot: FootRobot | QuadrupedRobot | WalkerRobot
+    robot: FootRobot | QuadrupedRobot | WalkerRobot | WheelRobot | RoverRobot
     dt: Annotated[float, Meta(ge=1e-5, le=0.05)] = 1e-3
     medium: str = "sand"
     solver: Literal["daqp", "quadprog", "osqp", "cvxpy"] = "daqp"
@@ -143,11 +171,13 @@ class ScenarioFile(Schema):
     description: str = ""
     terrain: Flat | Slope | Profile = Flat()
     initial: Initial = Initial()
-    control: NoControl | Track | TrotGait | HoldPose | KeyframeGait = NoControl()
+    control: NoControl | Track | TrotGait | HoldPose | KeyframeGait | TestBedControl | DriveControl = NoControl()
 
 
-CHOICES = {"terrain.kind": ("flat", "slope", "profile"), "robot.kind": ("foot", "quadruped", "walker"),
-           "control.kind": ("none", "track", "trot", "hold", "keyframes"), "control.path.kind": ("line", "arc")}
+CHOICES = {"terrain.kind": ("flat", "slope", "profile"),
+           "robot.kind": ("foot", "quadruped", "walker", "wheel", "rover"),
+           "control.kind": ("none", "track", "trot", "hold", "keyframes", "testbed", "drive"),
+           "control.path.kind": ("line", "arc")}
 
 
 @dataclass(frozen=True)
@@ -224,6 +254,12 @@ def build(scenario: Scenario) -> Simulation:
     spec = checked(scenario)
     where = scenario.where
     wrenches = load_model(spec.medium)
+    rolls = isinstance(spec.robot, (WheelRobot, RoverRobot))
+    if rolls != wheels.is_wheel(wrenches.dataset):
+        kind = type(spec.robot).__struct_config__.tag
+        raise GranularError(f"{where}: a {kind} robot needs a {'wheel' if rolls else 'foot'} medium, but "
+                            f"{spec.medium!r} was recorded for a {'foot' if rolls else 'wheel'}"
+                            + (" (granular synth --source wheel)" if rolls else ""))
     robot, leading = None, None
     if isinstance(spec.robot, FootRobot):
         mb, contacts = single_foot(spec.robot, wrenches.dataset.foot)
@@ -232,13 +268,19 @@ def build(scenario: Scenario) -> Simulation:
         mb, contacts = walker.multibody(r.mass, r.inertia, r.length, r.com, r.foot_radius, wrenches.dataset.foot,
                                         r.hip_mass)
         leading = r.swing_margin
+    elif isinstance(spec.robot, WheelRobot):
+        mb, contacts = wheels.single(spec.robot.mass, spec.robot.inertia, wrenches.dataset.foot)
+    elif isinstance(spec.robot, RoverRobot):
+        r = spec.robot
+        mb, contacts = wheels.rover(r.mass, r.inertia, r.wheels, r.wheelbase, r.axle_height, r.wheel_mass,
+                                    wrenches.dataset.foot)
     else:
         robot = load_quadruped(Path(scenario.path).parent / spec.robot.spec, wrenches.dataset.foot)
         mb, contacts = robot.multibody, robot.contacts
     ground = make_terrain(spec.terrain)
     model = SimModel(mb, contacts, ground, wrenches, dt=spec.dt, representation=spec.representation,
                      normals=spec.normals, contact_law=spec.contact, leading_foot=leading)
-    controller = make_controller(spec.control, mb, spec.dt, f"{where} [control]", robot)
+    controller = make_controller(spec.control, mb, spec.dt, f"{where} [control]", robot, contacts)
     state = initial_state(spec.initial, mb, ground, f"{where} [initial]", controller, spec.robot)
     return Simulation(model, state, controller, make_solver(spec.solver))
 
@@ -274,9 +316,11 @@ def initial_state(init: Initial, mb, ground, where, controller=None, robot=None)
     return State(0.0, q, v)
 
 
-def make_controller(spec, mb, dt, where, robot=None):
+def make_controller(spec, mb, dt, where, robot=None, contacts=()):
     if isinstance(spec, NoControl):
         return Passive(mb.ndof)
+    if isinstance(spec, (TestBedControl, DriveControl)):
+        return _wheel_controller(spec, mb, dt, where, contacts)
     if isinstance(spec, Track):
         path = RefPath(kind=type(spec.path).__struct_config__.tag, **msgspec.structs.asdict(spec.path))
         weight = float(mb.mass.sum() * mb.gravity) if spec.weight_feedforward else 0.0
@@ -290,6 +334,18 @@ def make_controller(spec, mb, dt, where, robot=None):
     else:
         gait = _keyframes(spec, robot, where)
     return JointPD(robot, gait)
+
+
+def _wheel_controller(spec, mb, dt, where, contacts):
+    rolling = [c for c in contacts if c.roll_radius > 0]
+    if isinstance(spec, TestBedControl):
+        if mb.ndof != 3 or len(rolling) != 1:
+            raise GranularError(f"{where}: kind 'testbed' drives a single wheel (robot kind 'wheel')")
+        body = mb.bodies[0]
+        return Carriage(spec.speed, spec.slip, rolling[0].roll_radius, dt, body.mass, body.inertia)
+    if mb.ndof == 3 or len(rolling) != mb.ndof - 3:
+        raise GranularError(f"{where}: kind 'drive' drives a rover's wheels (robot kind 'rover')")
+    return Drive(spec.speed, rolling[0].roll_radius, dt, mb.bodies[1].inertia, spec.max_torque, mb.ndof, spec.ramp)
 
 
 def _keyframes(spec: KeyframeGait, robot, where):
