@@ -43,3 +43,113 @@ def test_bad_wheels_and_loads_are_clear_errors():
         wheel.sinkage(wheel.Wheel(load=1e6), SAND, 0.1)
     with pytest.raises(GranularError, match="slips"):
         wheel.slip_sweep(wheel.Wheel(), SAND, [1.5])
+
+
+# --- the wheel as a learned contact body (sim/wheel-bed.toml, sim/rover-climb.toml) ---
+
+from dataclasses import replace  # noqa: E402
+
+from granular.data import dataset as wd  # noqa: E402
+from granular.data.sampling import mirror_permutation  # noqa: E402
+from granular.frames import MIRROR  # noqa: E402
+from granular.io.resources import shipped  # noqa: E402
+from granular.scenarios import scenario as scenarios, wheels  # noqa: E402
+
+DATA = shipped("data") / "wheel-dry-sand.h5"
+
+
+def test_the_wheels_data_dissipate_and_mirror():
+    """Every recorded wrench takes energy out of the wheel (power at its centre ≤ 0), and a wheel
+    rolling backwards meets the mirror image of one rolling forwards."""
+    ds = wd.read(DATA)
+    r = ds.foot.radius
+    twists = ds.directions * ds.velocity_scale
+    centre = np.column_stack([twists[:, 0] - twists[:, 2] * r, twists[:, 1], twists[:, 2]])  # v + ω × r n
+    power = np.einsum("jk,ijk->ij", centre, ds.wrenches)
+    assert (power <= 1e-9).all()
+    assert (power[1:] < 0).any(axis=1).all()  # below the surface, it resists
+    perm = mirror_permutation(ds.directions)
+    assert np.allclose(ds.wrenches[:, perm] * MIRROR, ds.wrenches, atol=1e-9)
+
+
+def test_the_data_hold_the_reference_at_the_sampled_slips():
+    ds = wd.read(DATA)
+    w, z = wheel.Wheel(ds.foot.radius, ds.foot.length), 0.03
+    row = np.flatnonzero(np.isclose(ds.configs[:, 0], -z))[0]
+    for s in wheel.SLIPS:
+        if s < 0:
+            continue
+        u = np.array([-s, 0.0, -1.0]) / np.hypot(s, 1.0)
+        j = np.argmin(np.linalg.norm(ds.directions - u, axis=1))
+        normal, pull, torque = wheel.forces(w, SAND, z, s)
+        assert ds.wrenches[row, j] == pytest.approx([pull, normal, torque], rel=1e-9, abs=1e-9)
+
+
+@pytest.fixture(scope="module")
+def bed():
+    slips = np.array([0.0, 0.1, 0.2, 0.3, 0.45, 0.6, 0.75])
+    spec = scenarios.load("wheel-bed")
+    rim, soil = wheels.bed_reference(spec)
+    return wheels.simulate_bed(spec, slips), wheel.slip_sweep(rim, soil, slips)
+
+
+def test_the_simulated_test_bed_pulls_as_the_wheel_model_does(bed):
+    """The learned W(θ) under the data-flow law, in the simulator: at zero slip the drawbar pull is
+    the compaction resistance (≤ 0), it grows with slip, and it stays within 1 N (of ~23) and the
+    sinkage within 0.5 mm of the Wong–Reece wheel the data came from."""
+    sim, ref = bed
+    assert sim["drawbar_pull_n"][0] <= 0
+    assert (np.diff(sim["drawbar_pull_n"][:6]) > 0).all()
+    assert np.abs(sim["slip"] - ref["slip"]).max() < 0.01  # the servos hold the slip
+    assert np.abs(sim["drawbar_pull_n"] - ref["drawbar_pull_n"]).max() < 1.0
+    assert np.abs(sim["torque_nm"] - ref["torque_nm"]).max() < 0.1
+    assert np.abs(sim["sinkage_m"] - ref["sinkage_m"]).max() < 5e-4
+    assert sim["load_n"] == pytest.approx(ref["sinkage_m"] * 0 + 10.19 * 9.81, rel=1e-3)
+
+
+def test_a_rolling_wheel_left_alone_never_gains_energy_and_stops():
+    spec = scenarios.load("wheel-bed").with_(control={"kind": "none"}, duration=2.0,
+                                             initial={"height": 0.126, "vx": 0.5, "omega": -0.5 / 0.15})
+    rec = scenarios.run(spec)
+    assert np.diff(rec.energy).max() <= 1e-9
+    assert abs(rec.v[-1, 0]) < 1e-6 and abs(rec.v[-1, 2]) < 1e-6
+
+
+def _climb(angle):
+    spec = scenarios.load("rover-climb")
+    spec = spec.with_(terrain={"kind": "profile", "points": [[-3.0, 0.0], [0.0, 0.0], [3.0, 3 * float(np.tan(angle))]]})
+    rec = scenarios.run(spec)
+    return rec, scenarios.summary(rec)
+
+
+@pytest.mark.slow
+def test_the_rover_climbs_a_slope_its_wheels_can_pull_up_and_stalls_on_one_they_cannot():
+    """A slope is climbable while the wheels' drawbar pull per load exceeds its grade: about
+    0.23 here (Wong–Reece, the data's source), so 0.2 rad (grade 0.20) is climbed, with the slip
+    rising from the flat's, and 0.3 rad (0.31) is not: the wheels spin in place."""
+    ref = wheel.slip_sweep(wheel.Wheel(0.15, 0.10, 85.0), SAND, [0.6])
+    grade = ref["drawbar_pull_n"][0] / 85.0
+    assert np.tan(0.2) < grade < np.tan(0.3)
+    rec, summary = _climb(0.2)
+    chassis = summary["bodies"]["chassis"]["final"]
+    assert chassis["x"] > 0.6 and chassis["z"] > 0.35 and chassis["vx"] > 0.1
+    slips = [f["wheel_slip"] for f in summary["feet"].values()]
+    assert all(0.05 < s < 0.6 for s in slips)
+    assert summary["max_penetration_m"] < 0.06  # within the data
+    rec, summary = _climb(0.3)
+    chassis = summary["bodies"]["chassis"]["final"]
+    assert chassis["x"] < 0.5 and abs(chassis["vx"]) < 0.01
+    assert (-rec.v[-1, 3:] * 0.15 > 0.15).all()  # still turning at speed, going nowhere
+
+
+def test_wheel_scenarios_refuse_the_wrong_medium_or_control():
+    with pytest.raises(GranularError, match="wheel medium"):
+        scenarios.build(scenarios.load("wheel-bed").with_(medium="sand"))
+    with pytest.raises(GranularError, match="foot medium"):
+        scenarios.build(scenarios.load("quad-trot").with_(medium="wheel-dry-sand"))
+    with pytest.raises(GranularError, match="testbed"):
+        scenarios.build(scenarios.load("rover-climb").with_(control={"kind": "testbed"}))
+    with pytest.raises(GranularError, match="drive"):
+        scenarios.build(scenarios.load("wheel-bed").with_(control={"kind": "drive"}))
+    with pytest.raises(GranularError, match="not a synthesised wheel"):
+        wheels.bed_reference(scenarios.load("drop-upright"))

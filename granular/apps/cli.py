@@ -427,6 +427,10 @@ def cmd_sim(args):
             cycle = (f": last step {g['length']:.3f} m in {g['period']:.3f} s ({g['speed']:.2f} m/s), the Poincaré "
                      f"point moved {g['return_error']:.3f} over the last three steps") if "length" in g else ""
             _say(f"  gait: {g['strikes']} heel strikes{cycle}")
+        slips = {name: f["wheel_slip"] for name, f in s["feet"].items() if "wheel_slip" in f}
+        if slips:
+            _say("  wheel slip (mean while turning in the soil): " + ", ".join(
+                f"{name} {'–' if v is None else f'{v:.3f}'}" for name, v in slips.items()))
         for key in ("run_file", "video"):
             if key in s:
                 _say(f"wrote {s[key]}")

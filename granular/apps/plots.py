@@ -162,6 +162,24 @@ def foot_pose(geometry, angle, origin, f):
     return origin[b] + R @ geometry["foot_points"][f], R @ geometry["foot_axis"][f]
 
 
+def wheel_radius(geometry, f) -> float:
+    """A wheel's radius (a foot whose data were recorded for a wheel: drawn round), else 0."""
+    roll = geometry.get("foot_roll")
+    return float(roll[f]) if roll is not None and roll[f] > 0 and np.isclose(roll[f], geometry["foot_size"][f][0]) else 0.0
+
+
+def foot_outline(geometry, f, pc, axis):
+    """A foot's closed outline in the world (k, 2): its cylinder's side view, or a wheel's rim."""
+    r = wheel_radius(geometry, f)
+    if r > 0:
+        a = np.linspace(0.0, 2 * np.pi, 41)
+        return pc + r * np.column_stack([np.cos(a), np.sin(a)])
+    side = np.array([axis[1], -axis[0]])
+    radius, length = geometry["foot_size"][f]
+    return np.array([pc - radius * side, pc + radius * side, pc + radius * side + length * axis,
+                     pc - radius * side + length * axis, pc - radius * side])
+
+
 def draw_scene(ax, run, i, wrench_scale=None, alpha=1.0):
     """Terrain, bodies (links between joints), feet as rectangles and contact wrench arrows at step i."""
     g = run["geometry"]
@@ -174,12 +192,11 @@ def draw_scene(ax, run, i, wrench_scale=None, alpha=1.0):
         pc, axis = foot_pose(g, angle, origin, f)
         # the link from the foot's body frame to the foot (a walker's leg: hip to foot)
         ax.plot(*np.stack([origin[g["foot_body"][f]], pc]).T, color="0.3", lw=2, alpha=alpha)
-        side = np.array([axis[1], -axis[0]])
-        radius, length = g["foot_size"][f]
-        box = np.array([pc - radius * side, pc + radius * side, pc + radius * side + length * axis,
-                        pc - radius * side + length * axis, pc - radius * side])
-        ax.fill(box[:, 0], box[:, 1], color="tab:blue", alpha=0.35 * alpha, lw=0)
-        ax.plot(box[:, 0], box[:, 1], color="tab:blue", lw=1, alpha=alpha)
+        outline = foot_outline(g, f, pc, axis)
+        ax.fill(outline[:, 0], outline[:, 1], color="tab:blue", alpha=0.35 * alpha, lw=0)
+        ax.plot(outline[:, 0], outline[:, 1], color="tab:blue", lw=1, alpha=alpha)
+        if wheel_radius(g, f) > 0:  # a spoke shows the wheel turn
+            ax.plot(*np.stack([pc, pc + wheel_radius(g, f) * axis]).T, color="tab:blue", lw=1, alpha=alpha)
         step = min(i, len(run["wrench"]) - 1)
         if wrench_scale and step >= 0 and run["active"][step, f]:
             w = run["wrench"][step, f]
@@ -256,7 +273,49 @@ def run_figures(run: dict, directory) -> list:
     paths.append(save(fig, directory / "scene.png"))
     if "gait" in run["summary"]:
         paths.append(gait(run, directory / "gait.png"))
+    if any(wheel_radius(run["geometry"], f) > 0 for f in range(len(run["feet"]))):
+        paths.append(drive(run, directory / "drive.png"))
     return [str(p) for p in paths]
+
+
+def _smooth(x, n):
+    return np.convolve(x, np.ones(n) / n, mode="same") if n > 1 and len(x) > n else x
+
+
+def drive(run: dict, path) -> Path:
+    """Wheels at work: the base's path, each wheel's slip 1 − v_t / (−ω r) (v_t its centre's speed
+    along the surface; smoothed over 0.1 s), and the soil's traction and load on each wheel."""
+    g, t, dt = run["geometry"], run["t"][1:], run["dt"]
+    angles = np.array([scene_frames(g, q)[0] for q in run["q"][1:]])
+    pts = g["terrain"]
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    axes[0].plot(run["t"], run["q"][:, 0], label="x (m)")
+    axes[0].plot(run["t"], run["q"][:, 1], label="z (m)")
+    axes[0].set_title("the base's frame")
+    window = max(int(round(0.1 / dt)), 1)
+    for f, name in enumerate(run["feet"]):
+        r = wheel_radius(g, f)
+        if r <= 0:
+            continue
+        pc = run["p_center"][:, f]
+        seg = np.clip(np.searchsorted(pts[:, 0], pc[:, 0], side="right") - 1, 0, len(pts) - 2)
+        tangent = pts[seg + 1] - pts[seg]
+        tangent /= np.linalg.norm(tangent, axis=1, keepdims=True)
+        along = np.sum(np.gradient(pc, dt, axis=0) * tangent, axis=1)
+        rim = -np.gradient(angles[:, g["foot_body"][f]], dt) * r
+        ok = run["active"][:, f] & (np.abs(rim) > 1e-3)
+        slip = np.where(ok, 1.0 - along / np.where(ok, rim, 1.0), np.nan)
+        axes[1].plot(t, _smooth(np.nan_to_num(slip), window), lw=1, label=name)
+        axes[2].plot(t, run["wrench"][:, f, 0], lw=1, label=f"{name} traction f_x")
+        axes[2].plot(t, run["wrench"][:, f, 1], lw=1, ls="--", label=f"{name} load f_z")
+    axes[1].set_ylim(-0.2, 1.05)
+    axes[1].set_title("slip")
+    axes[2].set_title("the soil's force on each wheel (N)")
+    for ax in axes:
+        ax.set_xlabel("t (s)")
+        ax.legend(fontsize=7)
+    fig.suptitle(f"{run['scenario']} on {run['medium']}: drive")
+    return save(fig, path)
 
 
 def gait(run: dict, path) -> Path:

@@ -52,7 +52,7 @@ class Scene:
         self.line("/terrain", np.column_stack([xs, zs]), color=(150, 100, 40), width=4.0)
 
     def draw(self, geometry, q, theta, active, wrench, selected, space):
-        from granular.apps.plots import foot_pose, scene_frames
+        from granular.apps.plots import foot_outline, foot_pose, scene_frames, wheel_radius
 
         angle, origin = scene_frames(geometry, q)
         links = [np.stack([origin[p], origin[b]]) for b, p in enumerate(geometry["parent"]) if p >= 0]
@@ -69,8 +69,13 @@ class Scene:
             mid = pc + axis * length / 2
             tilt = np.arctan2(-axis[0], axis[1])
             color = (230, 120, 30) if f == selected else (60, 120, 200)
-            self.server.scene.add_box(f"/feet/{f}", dimensions=(2 * radius, 2 * radius, length), color=color,
-                                      position=(mid[0], 0.0, mid[1]), wxyz=_quat_y(tilt))
+            if wheel_radius(geometry, f) > 0:  # a rim and a spoke
+                rim = foot_outline(geometry, f, pc, axis)
+                self.line(f"/feet/{f}", np.vstack([rim, pc, pc + wheel_radius(geometry, f) * axis]), color=color,
+                          width=3.0)
+            else:
+                self.server.scene.add_box(f"/feet/{f}", dimensions=(2 * radius, 2 * radius, length), color=color,
+                                          position=(mid[0], 0.0, mid[1]), wxyz=_quat_y(tilt))
             tip = pc + (wrench[f, :2] / fmax * 0.25 if active[f] else np.zeros(2))
             self.line(f"/wrench/{f}", [pc, tip + 1e-6], color=(220, 30, 30), width=5.0)
         if space is not None:

@@ -25,6 +25,7 @@ set of constraints grown until none is violated (``_DenseSolver``).
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -32,6 +33,8 @@ import numpy as np
 from granular.compiled import kernel
 
 from granular.errors import GranularError
+
+log = logging.getLogger(__name__)
 
 
 class SolverError(GranularError):
@@ -516,6 +519,9 @@ class DaqpSolver(_DenseSolver):
     (``granular bench``), so the default."""
 
     name = "daqp"
+    #: DAQP's exit flags for cycling and the iteration limit, which a degenerate vertex causes (the
+    #: rover's wheels, whose wrench spaces are thin in τ, meet one): such a subset goes to quadprog
+    DEGENERATE = (-2, -4)
 
     def __init__(self):
         super().__init__()
@@ -530,9 +536,16 @@ class DaqpSolver(_DenseSolver):
         if len(ub) not in self._bounds:
             self._bounds[len(ub)] = np.full(len(ub), -1e30), np.zeros(len(ub), dtype=c_int)
         x, _, flag, _ = self._solve(H, g, A, ub, *self._bounds[len(ub)])
+        if flag in self.DEGENERATE:  # a degenerate vertex; Goldfarb–Idnani's primal view copes
+            log.debug("DAQP exit flag %d on %d constraints: solved by quadprog instead", flag, len(ub))
+            return self._fallback(H, g, A, ub)
         if flag <= 0:
             raise SolverError(f"DAQP exit flag {flag}")
         return np.asarray(x)
+
+    @cached_property
+    def _fallback(self):
+        return QuadprogSolver()._subset
 
 
 SOLVERS = {cls.name: cls for cls in (CvxpySolver, OsqpSolver, QuadprogSolver, DaqpSolver)}

@@ -61,8 +61,9 @@ def rim_stresses(wheel: Wheel, soil: Soil, sinkage: float, theta, vx: float, vz:
 
     - the soil is loaded only where the rim advances into it, v·(sin θ, −cos θ) ≥ 0 (RFT's leading
       surface: a rising wheel unloads its rear first, and loses its support when it lifts straight up);
-    - a rim that does not roll forward (ur ≤ 0) slides over the whole arc, its shear fully mobilised
-      against the rim's slip velocity ur − vx cos θ (Wong's j → ±∞ as ur → 0).
+    - the shear stress opposes the rim's slip velocity over the soil, ur − vx cos θ − vz sin θ (so it
+      always dissipates), with Wong's magnitude; a rim that does not roll forward (ur ≤ 0) slides with
+      its shear fully mobilised (Wong's j → ±∞ as ur → 0).
     """
     r, b = wheel.radius, wheel.width
     t1 = np.arccos(1.0 - sinkage / r)
@@ -77,11 +78,14 @@ def rim_stresses(wheel: Wheel, soil: Soil, sinkage: float, theta, vx: float, vz:
     # (a wheel spinning in place keeps the support it rolls on)
     loaded = np.where(theta < 0, advance > 0.0, advance >= 0.0)
     sigma = (soil.k_c / b + soil.k_phi) * r**soil.n * np.maximum(np.cos(mapped) - np.cos(t1), 0.0) ** soil.n * loaded
+    # the shear opposes the rim's slip over the soil, ur − v·(cos θ, sin θ) (Wong writes it for vz = 0),
+    # mobilised by the shear displacement j so far (full if the rim does not roll forward)
+    against = np.sign(ur - vx * np.cos(theta) - vz * np.sin(theta))
     if ur > 0:
         j = r * ((t1 - theta) - (vx / ur) * (np.sin(t1) - np.sin(theta)))
-        mobilised = (1.0 - np.exp(-np.abs(j) / shear_modulus)) * np.sign(j)
+        mobilised = (1.0 - np.exp(-np.abs(j) / shear_modulus)) * against
     else:
-        mobilised = np.sign(ur - vx * np.cos(theta))
+        mobilised = against
     tau = (soil.cohesion + sigma * np.tan(soil.friction_angle)) * mobilised * loaded
     return sigma, tau
 

@@ -395,7 +395,8 @@ def summary(rec: Run) -> dict:
     """The ``--json`` object of a run. Body x, z are centre-of-mass coordinates; angle is
     the body frame's angle (for a foot, its tilt from vertical). Per foot: ``slip_m``, the
     horizontal distance p_center travelled while in contact, ``max_depth_m``, and ``outside_data_s``,
-    the time it spent at a configuration outside the data (W extrapolated in depth, clamped in tilt).
+    the time it spent at a configuration outside the data (W extrapolated in depth, clamped in tilt);
+    a wheel's also ``wheel_slip``, its mean slip ratio (:func:`~granular.scenarios.wheels.slips`).
     A walker's run adds ``gait`` (:func:`~granular.scenarios.walker.gait`)."""
     mb = rec.model.multibody
     first, last = body_state(mb, rec.q[0], rec.v[0]), body_state(mb, rec.q[-1], rec.v[-1])
@@ -408,6 +409,9 @@ def summary(rec: Run) -> dict:
     feet = {name: {"slip_m": float(moved[:, i].sum()), "max_depth_m": float(depth[:, i].max()) if depth.size else 0.0,
                    "outside_data_s": float(outside[:, i].sum() * rec.model.dt)}
             for i, name in enumerate(rec.model.feet.names)}
+    if wheels.is_wheel(rec.model.wrenches.dataset) and len(rec.t) > 1:
+        for name, slip in zip(rec.model.feet.names, wheels.slips(rec)):
+            feet[name]["wheel_slip"] = None if np.isnan(slip) else float(slip)
     return {
         "scenario": rec.name, "medium": rec.medium, "steps": len(rec.t) - 1, "dt": rec.model.dt,
         "wall_time_s": rec.wall_time_s, "solver": rec.meta["solver"], "representation": rec.meta["representation"],

@@ -8,7 +8,7 @@ angles; SI units); ``energy`` (S+1,) J; per step and foot: ``theta``
 (S, N, 2) [d, φ], ``active`` (S, N) in contact, ``wrench`` (S, N, 3) in F_r
 (N, N, N·m), ``slipping`` (S, N) on the boundary of W, ``p_center`` (S, N, 2)
 m. Group ``geometry``: what a viewer needs to draw the scene (terrain points,
-body COMs and joints, feet).
+body COMs and joints, feet; ``foot_roll``, a round foot's or wheel's radius, 0 for a flat foot).
 """
 from __future__ import annotations
 
@@ -42,7 +42,8 @@ def geometry(model) -> dict:
     return {"terrain": np.column_stack([model.terrain.xs, model.terrain.zs]), "parent": mb.parent, "com": mb.com,
             "joint": mb.joint, "offset": mb.offset, "foot_body": model.feet.bodies, "foot_points": model.feet.points,
             "foot_axis": model.feet.axis,
-            "foot_size": np.array([[c.foot.radius, c.foot.length] for c in model.contacts])}
+            "foot_size": np.array([[c.foot.radius, c.foot.length] for c in model.contacts]),
+            "foot_roll": model.feet.roll_radius}
 
 
 def write(run: dict, path):
