@@ -427,10 +427,13 @@ def cmd_sim(args):
             cycle = (f": last step {g['length']:.3f} m in {g['period']:.3f} s ({g['speed']:.2f} m/s), the Poincaré "
                      f"point moved {g['return_error']:.3f} over the last three steps") if "length" in g else ""
             _say(f"  gait: {g['strikes']} heel strikes{cycle}")
-        slips = {name: f["wheel_slip"] for name, f in s["feet"].items() if "wheel_slip" in f}
-        if slips:
-            _say("  wheel slip (mean while turning in the soil): " + ", ".join(
-                f"{name} {'–' if v is None else f'{v:.3f}'}" for name, v in slips.items()))
+        wheels = {name: f for name, f in s["feet"].items() if "wheel_slip" in f}
+        if wheels:
+            def slip(v):
+                return "–" if v is None else f"{v:.3f}"
+
+            _say("  wheel slip (while turning in the soil), mean / last second: " + ", ".join(
+                f"{name} {slip(f['wheel_slip'])} / {slip(f['wheel_slip_end'])}" for name, f in wheels.items()))
         for key in ("run_file", "video"):
             if key in s:
                 _say(f"wrote {s[key]}")

@@ -396,7 +396,8 @@ def summary(rec: Run) -> dict:
     the body frame's angle (for a foot, its tilt from vertical). Per foot: ``slip_m``, the
     horizontal distance p_center travelled while in contact, ``max_depth_m``, and ``outside_data_s``,
     the time it spent at a configuration outside the data (W extrapolated in depth, clamped in tilt);
-    a wheel's also ``wheel_slip``, its mean slip ratio (:func:`~granular.scenarios.wheels.slips`).
+    a wheel's also ``wheel_slip`` and ``wheel_slip_end``, its mean slip ratio over the run and over its
+    last second (:func:`~granular.scenarios.wheels.slips`).
     A walker's run adds ``gait`` (:func:`~granular.scenarios.walker.gait`)."""
     mb = rec.model.multibody
     first, last = body_state(mb, rec.q[0], rec.v[0]), body_state(mb, rec.q[-1], rec.v[-1])
@@ -410,8 +411,9 @@ def summary(rec: Run) -> dict:
                    "outside_data_s": float(outside[:, i].sum() * rec.model.dt)}
             for i, name in enumerate(rec.model.feet.names)}
     if wheels.is_wheel(rec.model.wrenches.dataset) and len(rec.t) > 1:
-        for name, slip in zip(rec.model.feet.names, wheels.slips(rec)):
-            feet[name]["wheel_slip"] = None if np.isnan(slip) else float(slip)
+        for key, slip in (("wheel_slip", wheels.slips(rec)), ("wheel_slip_end", wheels.slips(rec, 1.0))):
+            for name, value in zip(rec.model.feet.names, slip):
+                feet[name][key] = None if np.isnan(value) else float(value)
     return {
         "scenario": rec.name, "medium": rec.medium, "steps": len(rec.t) - 1, "dt": rec.model.dt,
         "wall_time_s": rec.wall_time_s, "solver": rec.meta["solver"], "representation": rec.meta["representation"],

@@ -111,18 +111,20 @@ def bed_reference(scenario):
     return Wheel(ds.foot.radius, ds.foot.length, spec.robot.mass * GRAVITY), soil
 
 
-def slips(rec) -> np.ndarray:
+def slips(rec, last: float | None = None) -> np.ndarray:
     """Per wheel of a recorded run, its mean slip while in the soil and turning: 1 − v_t / (−ω r),
-    with v_t its centre's velocity along the surface beneath it (0: rolling, 1: spinning in place)."""
+    with v_t its centre's velocity along the surface beneath it (0: rolling, 1: spinning in place);
+    over the whole run, or its ``last`` seconds (NaN where the wheel did not turn in the soil)."""
     mb, feet = rec.model.multibody, rec.model.contacts
     # after each step, as theta and active
     com, _, com_v, omega = map(np.array, zip(*(mb.com_states(q, v) for q, v in zip(rec.q[1:], rec.v[1:]))))
+    late = rec.t[1:] > rec.t[-1] - last if last is not None else np.ones(len(rec.t) - 1, dtype=bool)
     out = np.full(len(feet), np.nan)
     for i, foot in enumerate(feet):
         n = rec.model.terrain.normal(com[:, foot.body, 0])
         along = com_v[:, foot.body, 0] * n[:, 1] - com_v[:, foot.body, 1] * n[:, 0]
         rim = -omega[:, foot.body] * foot.roll_radius
-        turning = rec.active[:, i] & (np.abs(rim) > 1e-3)
+        turning = rec.active[:, i] & (np.abs(rim) > 1e-3) & late
         if turning.any():
             out[i] = float(np.mean(1.0 - along[turning] / rim[turning]))
     return out
