@@ -106,9 +106,12 @@ def cmd_synth(args):
     from granular.foot import Foot
     from granular.data.synth import synthesize
 
-    name = args.soil if args.source in ("terramechanics", "wheel") else args.medium
+    if args.source == "wheel" and (args.soil is None) == (args.medium is None):
+        raise GranularError("--source wheel needs one of --soil (a Table 6 soil: Wong–Reece) and --medium (an RFT "
+                            "medium: sand, pebbles)")
+    name = args.soil if args.source == "terramechanics" or args.soil else args.medium
     if name is None:
-        raise GranularError("--source rft or coulomb needs --medium; --source terramechanics or wheel needs --soil")
+        raise GranularError("--source rft or coulomb needs --medium; --source terramechanics needs --soil")
     _check_outputs(args)
     if args.source == "wheel":
         foot = Foot(args.wheel_radius, args.wheel_width, args.wheel_radius)
@@ -120,7 +123,7 @@ def cmd_synth(args):
 
 
 def cmd_wheel(args):
-    from granular.data import terramechanics, wheel
+    from granular.data import wheel
 
     _check_outputs(args, files=("plot",), folders=())
     simulated = None
@@ -132,9 +135,10 @@ def cmd_wheel(args):
         soil_name = f"{scenarios.checked(bed).medium} (the scenario's)"
         simulated = wheels.simulate_bed(bed, args.slips, progress=True)
     else:
-        w, soil, soil_name = wheel.Wheel(args.radius, args.width, args.load), terramechanics.soil(args.soil), args.soil
+        w, soil, soil_name = wheel.Wheel(args.radius, args.width, args.load), wheel.ground(args.soil), args.soil
     sweep = wheel.slip_sweep(w, soil, args.slips, args.shear_modulus)
-    result = {"soil": soil_name, "radius_m": w.radius, "width_m": w.width, "load_n": w.load,
+    model = "RFT" if isinstance(soil, wheel.RFTGround) else "Wong–Reece, Janosi–Hanamoto"
+    result = {"soil": soil_name, "model": model, "radius_m": w.radius, "width_m": w.width, "load_n": w.load,
               **{k: [float(x) for x in v] for k, v in sweep.items()}}
     if simulated is not None:
         result["simulated"] = {"scenario": args.simulate, **{k: [float(x) for x in v] for k, v in simulated.items()}}
@@ -142,11 +146,11 @@ def cmd_wheel(args):
         from granular.apps import plots
 
         result["figure"] = str(plots.wheel(sweep, args.plot, f"{soil_name}: r {w.radius} m, b {w.width} m, "
-                                                             f"load {w.load:.4g} N", simulated))
+                                                             f"load {w.load:.4g} N", simulated, model))
 
     def human(r):
         _say(f"rigid wheel r {r['radius_m']} m, b {r['width_m']} m, load {r['load_n']:.4g} N on {r['soil']} "
-             "(Wong–Reece, Janosi–Hanamoto):")
+             f"({r['model']}):")
         _say("  slip  sinkage m  drawbar pull N  torque N·m  efficiency")
         for row in zip(r["slip"], r["sinkage_m"], r["drawbar_pull_n"], r["torque_nm"], r["efficiency"]):
             _say("  {:4.2f}  {:9.4f}  {:14.2f}  {:10.2f}  {:10.2f}".format(*row))
@@ -594,7 +598,7 @@ def build_parser():
                                      "a wheel)")
     s.add_argument("--source", choices=["rft", "terramechanics", "coulomb", "wheel"], default="rft",
                    help="coulomb: a rigid floor with Coulomb friction (data/coulomb.py); wheel: a rigid wheel "
-                        "on a --soil (data/wheel.py)")
+                        "on a --soil (Wong–Reece, data/wheel.py) or an RFT --medium")
     s.add_argument("--medium", help="RFT medium preset: sand, pebbles; for coulomb, the name to give the floor")
     s.add_argument("--soil", help="terramechanics soil (Ding et al. Table 6), e.g. dry-sand, lete-sand")
     s.add_argument("--out", required=True, help="output dataset (.h5)")
@@ -734,7 +738,8 @@ def build_parser():
 
     w = sub.add_parser("wheel", help="single-wheel test bed: sinkage, drawbar pull and torque against slip "
                                      "(terramechanics reference)")
-    w.add_argument("--soil", default="dry-sand", help="Ding et al. Table 6 soil, e.g. dry-sand, lete-sand")
+    w.add_argument("--soil", default="dry-sand", help="Ding et al. Table 6 soil, e.g. dry-sand, lete-sand (Wong–Reece), "
+                                                      "or an RFT medium: sand, pebbles")
     w.add_argument("--radius", type=_number(0, 10, low_open=True), default=0.15, help="wheel radius (m)")
     w.add_argument("--width", type=_number(0, 10, low_open=True), default=0.10, help="wheel width (m)")
     w.add_argument("--load", type=_number(0, 1e6, low_open=True), default=100.0, help="vertical load (N)")

@@ -354,14 +354,15 @@ def scaling(results: dict, path, title="time per step against scene size"):
     return save(fig, path)
 
 
-def wheel(sweep: dict, path, title="", simulated=None):
+def wheel(sweep: dict, path, title="", simulated=None, model="Wong–Reece"):
     """The single-wheel test bed's curves against slip: drawbar pull and torque, sinkage; the
-    terramechanics reference as lines, the simulated test bed (if any) as markers."""
+    reference (``model``) as lines, the simulated test bed (if any) as markers."""
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
     s = sweep["slip"]
-    a.plot(s, sweep["drawbar_pull_n"], "-", color="C0", label="drawbar pull (N), Wong–Reece")
-    a.plot(s, sweep["torque_nm"], "-", color="C1", label="driving torque (N·m), Wong–Reece")
-    b.plot(s, 1e3 * sweep["sinkage_m"], "-", color="C0", label="Wong–Reece")
+    model = model.split(",")[0]
+    a.plot(s, sweep["drawbar_pull_n"], "-", color="C0", label=f"drawbar pull (N), {model}")
+    a.plot(s, sweep["torque_nm"], "-", color="C1", label=f"driving torque (N·m), {model}")
+    b.plot(s, 1e3 * sweep["sinkage_m"], "-", color="C0", label=model)
     if simulated is not None:
         a.plot(simulated["slip"], simulated["drawbar_pull_n"], "o", color="C0", label="drawbar pull, simulated")
         a.plot(simulated["slip"], simulated["torque_nm"], "s", color="C1", label="torque, simulated")

@@ -105,10 +105,36 @@ def foot_wrench(foot: Foot, theta, twists, zeta: float, coeffs=GENERIC, per_edge
     of p_center, tilt rate). Returns (k, 3).
     """
     d, phi = float(theta[0]), float(theta[1])
-    twists = np.atleast_2d(np.asarray(twists, dtype=float))
     mids, normals, tangents, lengths = outline(foot, phi, per_edge)
+    return _wrench(mids, normals, tangents, lengths * (np.pi * foot.radius / 2), d, foot.p_r(phi), twists,
+                   zeta, coeffs)
+
+
+def rim(radius: float, elements: int = 240):
+    """Elements of a wheel's rim in F_c, relative to its lowest point (p_center): midpoints,
+    outward normals, counter-clockwise tangents and lengths, as :func:`outline`."""
+    a = 2 * np.pi * (np.arange(elements) + 0.5) / elements
+    normals = np.column_stack([np.cos(a), np.sin(a)])
+    mids = radius * (normals + np.array([0.0, 1.0]))
+    tangents = np.column_stack([-normals[:, 1], normals[:, 0]])
+    return mids, normals, tangents, np.full(elements, 2 * np.pi * radius / elements)
+
+
+def wheel_wrench(radius: float, width: float, theta, twists, zeta: float, coeffs=GENERIC):
+    """RFT resistance wrenches (k, 3) on a rigid wheel of ``radius`` and ``width`` (m) at sinkage
+    −θ[0], in F_r at its axle, to twists (k, 3) of its lowest rim point in F_c (the frames of
+    :func:`granular.data.wheel.contact_wrench`): the same stresses summed over the rim's leading,
+    buried elements, each of area (length × width)."""
+    mids, normals, tangents, lengths = rim(radius)
+    return _wrench(mids, normals, tangents, lengths * width, float(theta[0]), np.array([0.0, radius]), twists,
+                   zeta, coeffs)
+
+
+def _wrench(mids, normals, tangents, area, d, p_r, twists, zeta, coeffs):
+    """Li et al.'s eq. (1) summed over a body's outline elements (midpoints relative to p_center,
+    which lies d above the surface), as wrenches about p_r, one per twist of p_center."""
+    twists = np.atleast_2d(np.asarray(twists, dtype=float))
     depth = np.maximum(0.0, -(d + mids[:, 1]))
-    area = lengths * (np.pi * foot.radius / 2)
 
     vel = point_velocity(twists[:, None, :], mids[None, :, :])  # (k, E, 2)
     speed = np.linalg.norm(vel, axis=-1)
@@ -124,6 +150,5 @@ def foot_wrench(foot: Foot, theta, twists, zeta: float, coeffs=GENERIC, per_edge
 
     scale = zeta * N_PER_CM3 * depth * area * weight  # (k, E)
     forces = np.stack([-flip * a_x, a_z], axis=-1) * scale[..., None]
-    arms = mids - foot.p_r(phi)
-    torques = cross2(arms[None, :, :], forces).sum(axis=1)
+    torques = cross2((mids - p_r)[None, :, :], forces).sum(axis=1)
     return np.column_stack([forces.sum(axis=1), torques])

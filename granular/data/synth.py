@@ -17,15 +17,16 @@ from granular.data.dataset import WrenchDataset
 from granular.errors import GranularError
 from granular.foot import Foot
 from granular.frames import MIRROR
-from granular.data.media import SOIL_GRID, Medium, medium
+from granular.data.media import MEDIA, SOIL_GRID, Medium, medium
 from granular.data.sampling import config_grid, sphere_directions
 
 
 def synthesize(source: str, name: str, depths=None, tilts=None, m: int = 26,
                foot: Foot = Foot(), progress: bool = False) -> WrenchDataset:
     """A dataset for ``source`` ('rft' with a medium name, 'terramechanics' with a soil name,
-    'coulomb' with a name for the rigid floor it describes, 'wheel' with a soil name: a rigid wheel
-    whose radius and width are ``foot``'s radius and length)."""
+    'coulomb' with a name for the rigid floor it describes, 'wheel' with a soil name (Wong–Reece) or
+    an RFT medium's (RFT over the rim): a rigid wheel whose radius and width are ``foot``'s radius
+    and length)."""
     directions = sphere_directions(m)
     if source == "rft":
         preset = medium(name)
@@ -57,18 +58,29 @@ def synthesize(source: str, name: str, depths=None, tilts=None, m: int = 26,
         provenance = {"model": "rigid floor: point contact with Coulomb friction (granular/data/coulomb.py)",
                       "friction": coulomb.FRICTION, "stiffness_N_per_m": coulomb.STIFFNESS, "rolling_m": coulomb.ROLLING}
     elif source == "wheel":
-        ground, rim = terramechanics.soil(name), wheel.Wheel(foot.radius, foot.length)
-        foot = Foot(rim.radius, rim.width, rim.radius)  # F_r at the wheel's centre
-        preset = Medium(name, 0.0, wheel.DEPTHS, (0.0,), tuple(wheel.velocity_scale(rim)))
+        rim = wheel.Wheel(foot.radius, foot.length)
+        foot = Foot(rim.radius, rim.width, rim.radius)  # F_r at the axle
         directions = wheel.directions(m)
+        if name in MEDIA:  # an RFT medium: Li et al.'s stresses over the rim
+            granular = medium(name)
 
-        def model(theta, twists):
-            return wheel.contact_wrench(rim, ground, theta, twists)
+            def model(theta, twists):
+                return rft.wheel_wrench(rim.radius, rim.width, theta, twists, granular.zeta, granular.coeffs)
 
-        provenance = {"model": "rigid wheel: Wong-Reece normal stress, Janosi-Hanamoto shear, Ding et al. 2013 "
-                               "eqs. 15, 20, 21, 24 (granular/data/wheel.py)", "body": "wheel",
-                      "shear_modulus_m": wheel.SHEAR_MODULUS,
-                      **{f"soil_{k}": float(v) for k, v in vars(ground).items()}}
+            provenance = {"model": "rigid wheel: resistive force theory over the rim, Li et al. 2013 "
+                                   "(granular/data/rft.py)", "zeta": granular.zeta, "drag": granular.drag}
+        else:  # a Table 6 soil: Wong-Reece and Janosi-Hanamoto under the rim
+            ground = terramechanics.soil(name)
+
+            def model(theta, twists):
+                return wheel.contact_wrench(rim, ground, theta, twists)
+
+            provenance = {"model": "rigid wheel: Wong-Reece normal stress, Janosi-Hanamoto shear, Ding et al. "
+                                   "2013 eqs. 15, 20, 21, 24 (granular/data/wheel.py)",
+                          "shear_modulus_m": wheel.SHEAR_MODULUS,
+                          **{f"soil_{k}": float(v) for k, v in vars(ground).items()}}
+        provenance.update(body="wheel", wheel_radius_m=rim.radius, wheel_width_m=rim.width)
+        preset = Medium(name, 0.0, wheel.DEPTHS, (0.0,), tuple(wheel.velocity_scale(rim)))
     else:
         raise GranularError(f"unknown synthetic source {source!r}; choose 'rft', 'terramechanics', 'coulomb' "
                             "or 'wheel'")

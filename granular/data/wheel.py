@@ -120,13 +120,43 @@ def rim_wrench(wheel: Wheel, soil: Soil, sinkage: float, vx: float, vz: float, u
     return forward if backward is None else 0.5 * (forward + backward)
 
 
-def forces(wheel: Wheel, soil: Soil, sinkage: float, slip: float, shear_modulus: float = SHEAR_MODULUS):
-    """(F_N, drawbar pull, driving torque) in N, N, N·m at a sinkage (m) and slip (eq. 24)."""
-    pull, normal, torque = rim_wrench(wheel, soil, sinkage, 1.0 - slip, 0.0, 1.0, shear_modulus)
+@dataclass(frozen=True)
+class RFTGround:
+    """A granular medium under the wheel by resistive force theory instead of Bekker–Wong: Li et
+    al.'s stresses summed over the rim (:func:`granular.data.rft.wheel_wrench`), scale ζ and
+    coefficients ``coeffs``. Takes a :class:`Soil`'s place in :func:`forces` and what calls it."""
+
+    zeta: float
+    coeffs: dict
+
+
+def ground(name: str):
+    """A Table 6 soil (Wong–Reece) or an RFT medium preset (``sand``, ``pebbles``) by name."""
+    from granular.data.media import MEDIA, medium
+    from granular.data.terramechanics import soil
+
+    if name in MEDIA:
+        return RFTGround(medium(name).zeta, medium(name).coeffs)
+    return soil(name)
+
+
+def forces(wheel: Wheel, soil, sinkage: float, slip: float, shear_modulus: float = SHEAR_MODULUS):
+    """(F_N, drawbar pull, driving torque) in N, N, N·m at a sinkage (m) and slip (eq. 24; or RFT
+    for an :class:`RFTGround`)."""
+    if isinstance(soil, RFTGround):
+        from granular.data.rft import wheel_wrench
+
+        if not 0.0 < sinkage < wheel.radius:
+            raise GranularError(f"sinkage must lie in (0, r = {wheel.radius} m), got {sinkage!r}")
+        rolling = np.array([-slip, 0.0, -1.0 / wheel.radius])  # the lowest rim point's twist
+        pull, normal, torque = wheel_wrench(wheel.radius, wheel.width, (-sinkage, 0.0), rolling, soil.zeta,
+                                            soil.coeffs)[0]
+    else:
+        pull, normal, torque = rim_wrench(wheel, soil, sinkage, 1.0 - slip, 0.0, 1.0, shear_modulus)
     return float(normal), float(pull), float(torque)
 
 
-def sinkage(wheel: Wheel, soil: Soil, slip: float, shear_modulus: float = SHEAR_MODULUS) -> float:
+def sinkage(wheel: Wheel, soil, slip: float, shear_modulus: float = SHEAR_MODULUS) -> float:
     """The sinkage (m) at which the soil carries the wheel's load at this slip."""
     def excess(z):
         return forces(wheel, soil, z, slip, shear_modulus)[0] - wheel.load
@@ -138,7 +168,7 @@ def sinkage(wheel: Wheel, soil: Soil, slip: float, shear_modulus: float = SHEAR_
     return float(brentq(excess, low, high, xtol=1e-9))
 
 
-def slip_sweep(wheel: Wheel, soil: Soil, slips, shear_modulus: float = SHEAR_MODULUS) -> dict:
+def slip_sweep(wheel: Wheel, soil, slips, shear_modulus: float = SHEAR_MODULUS) -> dict:
     """The single-wheel test bed: per slip, the sinkage, drawbar pull and driving torque at the
     wheel's load, and the tractive efficiency DP·(1 − s)·r / T."""
     slips = np.asarray(slips, dtype=float)
@@ -155,7 +185,7 @@ def slip_sweep(wheel: Wheel, soil: Soil, slips, shear_modulus: float = SHEAR_MOD
 #: The wheel's datasets (`granular synth --source wheel`): sinkages (m, as depths d = −z of the rim's
 #: lowest point) and the slips whose rolling directions join the sphere's.
 DEPTHS = (0.0, -0.005, -0.01, -0.02, -0.03, -0.045, -0.06)
-SLIPS = (-0.3, -0.1, 0.1, 0.2, 0.35, 0.6)
+SLIPS = (-0.3, -0.1, 0.1, 0.2, 0.35, 0.6, 0.8)
 #: Speed of the directions' scale (m/s); the rotation rate's is SPEED / r, so that a direction's slip
 #: is e_x / e_φ and the sphere spreads over slips, not over a speed ratio.
 SPEED = 0.1

@@ -90,25 +90,29 @@ def simulate_bed(scenario, slips, settle: float = 1.0, progress: bool = False) -
 
 
 def bed_reference(scenario):
-    """The terramechanics wheel and soil a test-bed scenario's medium was synthesised from, carrying
-    the scenario's wheel's weight: the reference its simulation is compared with."""
+    """The wheel and ground a test-bed scenario's medium was synthesised from (a Table 6 soil or an
+    RFT medium), carrying the scenario's wheel's weight: the reference its simulation is compared with."""
     from dataclasses import fields
 
+    from granular.data import rft
     from granular.data.terramechanics import Soil
-    from granular.data.wheel import Wheel
+    from granular.data.wheel import RFTGround, Wheel
     from granular.learning.catalog import load_model
     from granular.scenarios import scenario as scenarios
 
     spec = scenarios.checked(scenario)
     ds = load_model(spec.medium).dataset
     prov = ds.provenance
-    if not is_wheel(ds) or not all(f"soil_{f.name}" in prov for f in fields(Soil)):
+    if is_wheel(ds) and all(f"soil_{f.name}" in prov for f in fields(Soil)):
+        ground = Soil(**{f.name: float(prov[f"soil_{f.name}"]) for f in fields(Soil)})
+    elif is_wheel(ds) and "zeta" in prov:
+        ground = RFTGround(float(prov["zeta"]), rft.with_drag(rft.GENERIC, float(prov.get("drag", 1.0))))
+    else:
         raise GranularError(f"{scenario.where}: medium {spec.medium!r} is not a synthesised wheel "
-                            "(granular synth --source wheel): no terramechanics reference to compare with")
+                            "(granular synth --source wheel): no reference to compare with")
     if not isinstance(spec.robot, scenarios.WheelRobot):
         raise GranularError(f"{scenario.where}: the test bed needs robot kind 'wheel'")
-    soil = Soil(**{f.name: float(prov[f"soil_{f.name}"]) for f in fields(Soil)})
-    return Wheel(ds.foot.radius, ds.foot.length, spec.robot.mass * GRAVITY), soil
+    return Wheel(ds.foot.radius, ds.foot.length, spec.robot.mass * GRAVITY), ground
 
 
 def slips(rec, last: float | None = None) -> np.ndarray:
