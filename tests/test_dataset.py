@@ -109,8 +109,37 @@ def test_merge_joins_grids_and_refuses_what_does_not_belong_together(tmp_path):
         wd.merge([a, a])
     with pytest.raises(GranularError, match="medium"):
         wd.merge([a, synthesize("rft", "pebbles", [-0.06], [0.0], 10)])
-    with pytest.raises(GranularError, match="directions"):
-        wd.merge([a, synthesize("rft", "sand", [-0.06], [0.0], 18)])
+
+
+
+def test_merge_joins_direction_sets_and_learns_from_the_union(tmp_path):
+    """A later acquisition adds directions (m = 10: the equator ring) to a grid of m = 18: the union
+    holds both, each sample from the input that has it, the poles (in both) averaged when asked; the
+    samples no input holds are invalid, and the model still learns every direction."""
+    from granular.data.synth import synthesize
+    from granular.learning import model as wm
+
+    a = synthesize("rft", "sand", [0.0, -0.03, -0.06], [0.0, 0.5], 18)
+    b = synthesize("rft", "sand", [0.0, -0.03], [0.0, 0.5], 10)
+    with pytest.raises(GranularError, match="more than one input"):
+        wd.merge([a, b])  # the poles, twice
+    merged = wd.merge([a, b], average=True)
+    assert merged.m == 26 and merged.n == a.n
+    np.testing.assert_allclose(merged.directions[:18], a.directions)
+    full = synthesize("rft", "sand", [0.0, -0.03, -0.06], [0.0, 0.5], 18)
+    for j, theta in enumerate(merged.configs):
+        for i, u in enumerate(merged.directions):
+            ref = synthesize("rft", "sand", [theta[0]], [theta[1]], 10) if i >= 18 else full
+            if i >= 18 and theta[0] == -0.06:
+                assert not merged.valid[j, i]  # b stops at 3 cm
+                continue
+            k = int(np.argmin(np.linalg.norm(ref.directions - u, axis=1)))
+            row = 0 if i >= 18 else j
+            np.testing.assert_allclose(merged.wrenches[j, i], ref.wrenches[row, k], atol=1e-9)
+    assert (merged.provenance["realisations"][merged.configs[:, 0] == -0.03][:, [0, 17]] == 2).all()
+    wd.write(merged, tmp_path / "u.h5")
+    model = wm.fit(wd.read(tmp_path / "u.h5"))
+    assert np.isfinite(model.points(np.array([[-0.05, 0.3]]))).all()
 
 
 def test_merge_averages_realisations_and_keeps_their_spread(tmp_path):

@@ -132,16 +132,18 @@ MAX_WRENCH = 1e8
 
 
 def merge(datasets, names=None, average: bool = False) -> WrenchDataset:
-    """One dataset from several of one medium and protocol: the same medium, source, foot, directions
-    and velocity scale; the surface rows (d = 0, which every acquisition adds) are kept once.
+    """One dataset from several of one medium and protocol: the same medium, source, foot and velocity
+    scale; the surface rows (d = 0, which every acquisition adds) are kept once.
 
-    A configuration below the surface in more than one input is refused (a grid extended by a later
-    acquisition holds each once), unless ``average``: then the inputs are realisations of one grid
-    (e.g. DEM beds of different seeds) and each (configuration, direction) is the mean of the inputs
-    that hold it validly, with their count and standard deviation in the provenance
-    (``realisations``, ``realisation_spread``, N and N·m; 0 where one input holds it). Per-sample
-    provenance arrays that every input holds are joined (averaged where averaged); the inputs'
-    other provenance is kept per input, as JSON, under ``merged_from``."""
+    The inputs may sample different directions (e.g. a later acquisition adds the equator ring the
+    first lacked): the result holds every input's directions, the first's first, and a sample no
+    input holds is marked invalid. A sample that more than one input holds is refused (a grid
+    extended by a later acquisition holds each once), unless ``average``: then the inputs are
+    realisations of one protocol (e.g. DEM beds of different seeds) and each (configuration,
+    direction) is the mean of the inputs that hold it validly, with their count and standard
+    deviation in the provenance (``realisations``, ``realisation_spread``, N and N·m; 0 where one
+    input holds it). Per-sample provenance arrays that every input holds are joined (averaged where
+    averaged); the inputs' other provenance is kept per input, as JSON, under ``merged_from``."""
     datasets = list(datasets)
     names = [str(n) for n in (names or [f"dataset {i + 1}" for i in range(len(datasets))])]
     if len(datasets) < 2:
@@ -150,26 +152,28 @@ def merge(datasets, names=None, average: bool = False) -> WrenchDataset:
     for ds, name in zip(datasets[1:], names[1:]):
         for what, same in (("medium", ds.medium == first.medium), ("source", ds.source == first.source),
                            ("foot geometry", ds.foot == first.foot),
-                           ("directions", ds.directions.shape == first.directions.shape
-                            and np.allclose(ds.directions, first.directions, atol=1e-9)),
                            ("velocity_scale", np.allclose(ds.velocity_scale, first.velocity_scale))):
             if not same:
                 raise GranularError(f"{name}: its {what} differs from {names[0]}'s; only datasets of one "
                                     "medium and protocol can be merged")
+    directions = _union(ds.directions for ds in datasets)
+    datasets = [_on(ds, directions) for ds in datasets]
     datasets = [datasets[0]] + [ds.subset(ds.configs[:, 0] < 0) for ds in datasets[1:]]
     configs = np.concatenate([ds.configs for ds in datasets])
     _, first_seen, inverse, counts = np.unique(np.round(configs, 9), axis=0, return_index=True,
                                                return_inverse=True, return_counts=True)
-    if (counts > 1).any() and not average:
-        d, phi = configs[first_seen[np.argmax(counts > 1)]]
-        raise GranularError(f"configuration d = {d:g} m, φ = {phi:g} rad is in more than one input; "
-                            "merge takes each configuration once (--average: realisations of one grid)")
     keys = ["wrenches", "valid"] + [k for k in first.provenance if all(_per_config(ds, k) for ds in datasets)]
     rows = {k: np.concatenate([getattr(ds, k) if k in ("wrenches", "valid") else ds.provenance[k]
                                for ds in datasets]) for k in keys}
     order = np.argsort(first_seen)  # the configurations in the order the inputs first hold them
-    provenance = {k: _pool(rows[k], rows["valid"], inverse.ravel(), order) for k in keys[2:]}
     wrenches, valid, spread, count = _average(rows["wrenches"], rows["valid"], inverse.ravel(), order)
+    if (count > 1).any() and not average:
+        j, i = np.argwhere(count > 1)[0]
+        d, phi = configs[first_seen[order[j]]]
+        raise GranularError(f"configuration d = {d:g} m, φ = {phi:g} rad, direction {np.round(directions[i], 3).tolist()} "
+                            "is in more than one input; merge takes each sample once (--average: realisations "
+                            "of one protocol)")
+    provenance = {k: _pool(rows[k], rows["valid"], inverse.ravel(), order) for k in keys[2:]}
     if average:
         provenance.update(realisations=count, realisation_spread=spread)
     provenance["merged_from"] = json.dumps(
@@ -177,9 +181,40 @@ def merge(datasets, names=None, average: bool = False) -> WrenchDataset:
           **{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in ds.provenance.items()
              if k not in provenance}}
          for ds, name in zip(datasets, names)], default=str)
-    return WrenchDataset(configs=configs[first_seen[order]], directions=first.directions,
+    return WrenchDataset(configs=configs[first_seen[order]], directions=directions,
                          velocity_scale=first.velocity_scale, wrenches=wrenches, valid=valid,
                          medium=first.medium, source=first.source, foot=first.foot, provenance=provenance)
+
+
+def _union(direction_sets, atol: float = 1e-6) -> np.ndarray:
+    """Every direction of the sets once, in the order first met."""
+    out = []
+    for U in direction_sets:
+        for u in U:
+            if not any(np.allclose(u, v, atol=atol) for v in out):
+                out.append(u)
+    return np.array(out)
+
+
+def _on(ds: WrenchDataset, directions, atol: float = 1e-6) -> WrenchDataset:
+    """``ds`` over ``directions`` (a superset of its own): the samples it lacks invalid (NaN), its
+    per-sample provenance arrays widened the same way."""
+    if ds.directions.shape == directions.shape and np.allclose(ds.directions, directions, atol=atol):
+        return ds
+    cols = [int(np.argmin(np.linalg.norm(directions - u, axis=1))) for u in ds.directions]
+
+    def widen(a, fill):
+        out = np.full((a.shape[0], len(directions)) + a.shape[2:], fill, dtype=a.dtype if fill is False else float)
+        out[:, cols] = a
+        return out
+
+    prov = {k: widen(v, np.nan) if _per_config(ds, k) and v.ndim >= 2 and v.shape[1] == ds.m else v
+            for k, v in ds.provenance.items()}
+    wrenches, valid = widen(ds.wrenches, np.nan), widen(ds.valid, False)
+    surface = ds.configs[:, 0] >= 0  # the surface's wrench is zero in every direction
+    wrenches[surface], valid[surface] = 0.0, True
+    return replace(ds, directions=np.asarray(directions, dtype=float), wrenches=wrenches, valid=valid,
+                   provenance=prov)
 
 
 def _per_config(ds: WrenchDataset, key: str) -> bool:
