@@ -25,6 +25,7 @@ from granular.errors import GranularError
 
 FPS = 30
 MEDIA = ("sand", "pebbles", "beads")
+WHEEL_MEDIA = ("wheel-dry-sand", "wheel-sand")
 
 
 def _quat_y(angle):
@@ -92,6 +93,12 @@ class Scene:
         self.line("/slice/axes", [base + [-0.45, 0], base + [0.45, 0]], color=(180, 180, 180), width=1.0)
 
 
+def _media(spec, medium=None) -> tuple:
+    """The media the Medium control offers for a scenario: wheels' for a wheeled robot, feet's else."""
+    kinds = WHEEL_MEDIA if spec.robot.get("kind") in ("wheel", "rover") else MEDIA
+    return tuple(dict.fromkeys(kinds + (medium or spec.medium,)))
+
+
 def _slope(spec) -> float:
     return float(spec.terrain.get("angle", 0.0)) if spec.terrain.get("kind") == "slope" else 0.0
 
@@ -126,6 +133,7 @@ class Live:
         self.running = False
         self.stop_event = threading.Event()
         self.selected = 0
+        self.notice = ""            # an error the status line keeps showing until the next reset
         self.touched = set()
         self._syncing = False
         self._gui(scenario, medium)
@@ -137,7 +145,7 @@ class Live:
     def _gui(self, name, medium):
         gui = self.server.gui
         spec = scenarios.load(name)
-        media = tuple(dict.fromkeys(MEDIA + (medium or spec.medium,)))
+        media = _media(spec, medium)
         self.g_scenario = gui.add_dropdown("Scenario", scenarios.names(), initial_value=spec.name)
         self.g_medium = gui.add_dropdown("Medium", media, initial_value=medium or spec.medium)
         self.g_slope = gui.add_slider("Slope (rad)", min=-0.4, max=0.4, step=0.01, initial_value=_slope(spec))
@@ -172,6 +180,7 @@ class Live:
         self._syncing = True
         try:
             self.touched.clear()
+            self.g_medium.options = _media(spec)
             self.g_medium.value, self.g_dt.value = spec.medium, spec.dt
             self.g_slope.value, self.g_gait.value = _slope(spec), _period(spec)
         finally:
@@ -190,9 +199,17 @@ class Live:
         return spec
 
     def reset(self):
-        """Rebuild the simulation from the scenario and the touched controls."""
+        """Rebuild the simulation from the scenario and the touched controls; a choice that cannot be
+        built (e.g. a foot medium for a wheel) is said in the status line and the run left as it was."""
         spec = self.scenario()
-        sim = scenarios.build(spec)
+        try:
+            sim = scenarios.build(spec)
+        except GranularError as exc:
+            if not hasattr(self, "sim"):  # the first scenario: the command line says what is wrong
+                raise
+            self.notice = f"**cannot run this**: {exc}"
+            return
+        self.notice = ""
         with self.lock:
             self.sim, self.spec = sim, spec
             self.geometry = runfile.geometry(sim.model)
@@ -221,7 +238,7 @@ class Live:
                     self._advance(max(1, int(round(1.0 / (FPS * self.sim.model.dt)))))
                 except GranularError as exc:
                     self.running = False
-                    self.g_status.content = f"**stopped**: {exc}"
+                    self.notice = f"**stopped**: {exc}"
             if time.perf_counter() - last_draw >= 1.0 / FPS:
                 self.draw()
                 last_draw = time.perf_counter()
@@ -241,7 +258,7 @@ class Live:
         depths = ", ".join(f"{model.contacts[i].name} {max(0.0, -theta[i, 0]) * 100:.1f} cm" for i in range(N))
         self.g_status.content = (f"t = {state.t:.3f} s · {'running' if self.running else 'paused'}  \n"
                                  f"{spec.name} on {spec.medium}, dt {model.dt * 1e3:g} ms  \n"
-                                 f"depth: {depths}")
+                                 f"depth: {depths}" + (f"  \n{self.notice}" if self.notice else ""))
 
     def close(self):
         self.stop_event.set()
