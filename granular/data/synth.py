@@ -17,7 +17,7 @@ from granular.data.dataset import WrenchDataset
 from granular.errors import GranularError
 from granular.foot import Foot
 from granular.frames import MIRROR
-from granular.data.media import MEDIA, SOIL_GRID, Medium, medium
+from granular.data.media import SOIL_GRID, Medium, medium
 from granular.data.sampling import config_grid, sphere_directions
 
 
@@ -58,23 +58,17 @@ def synthesize(source: str, name: str, depths=None, tilts=None, m: int = 26,
         provenance = {"model": "rigid floor: point contact with Coulomb friction (granular/data/coulomb.py)",
                       "friction": coulomb.FRICTION, "stiffness_N_per_m": coulomb.STIFFNESS, "rolling_m": coulomb.ROLLING}
     elif source == "wheel":
-        rim = wheel.Wheel(foot.radius, foot.length)
+        rim, ground = wheel.Wheel(foot.radius, foot.length), wheel.ground(name)
         foot = Foot(rim.radius, rim.width, rim.radius)  # F_r at the axle
         directions = wheel.directions(m)
-        if name in MEDIA:  # an RFT medium: Li et al.'s stresses over the rim
-            granular = medium(name)
 
-            def model(theta, twists):
-                return rft.wheel_wrench(rim.radius, rim.width, theta, twists, granular.zeta, granular.coeffs)
+        def model(theta, twists):
+            return wheel.contact_wrench(rim, ground, theta, twists)
 
+        if isinstance(ground, wheel.RFTGround):  # an RFT medium: Li et al.'s stresses over the rim
             provenance = {"model": "rigid wheel: resistive force theory over the rim, Li et al. 2013 "
-                                   "(granular/data/rft.py)", "zeta": granular.zeta, "drag": granular.drag}
+                                   "(granular/data/rft.py)", "zeta": ground.zeta, "drag": medium(name).drag}
         else:  # a Table 6 soil: Wong-Reece and Janosi-Hanamoto under the rim
-            ground = terramechanics.soil(name)
-
-            def model(theta, twists):
-                return wheel.contact_wrench(rim, ground, theta, twists)
-
             provenance = {"model": "rigid wheel: Wong-Reece normal stress, Janosi-Hanamoto shear, Ding et al. "
                                    "2013 eqs. 15, 20, 21, 24 (granular/data/wheel.py)",
                           "shear_modulus_m": wheel.SHEAR_MODULUS,

@@ -143,16 +143,10 @@ def ground(name: str):
 def forces(wheel: Wheel, soil, sinkage: float, slip: float, shear_modulus: float = SHEAR_MODULUS):
     """(F_N, drawbar pull, driving torque) in N, N, N·m at a sinkage (m) and slip (eq. 24; or RFT
     for an :class:`RFTGround`)."""
-    if isinstance(soil, RFTGround):
-        from granular.data.rft import wheel_wrench
-
-        if not 0.0 < sinkage < wheel.radius:
-            raise GranularError(f"sinkage must lie in (0, r = {wheel.radius} m), got {sinkage!r}")
-        rolling = np.array([-slip, 0.0, -1.0 / wheel.radius])  # the lowest rim point's twist
-        pull, normal, torque = wheel_wrench(wheel.radius, wheel.width, (-sinkage, 0.0), rolling, soil.zeta,
-                                            soil.coeffs)[0]
-    else:
-        pull, normal, torque = rim_wrench(wheel, soil, sinkage, 1.0 - slip, 0.0, 1.0, shear_modulus)
+    if not 0.0 < sinkage < wheel.radius:
+        raise GranularError(f"sinkage must lie in (0, r = {wheel.radius} m), got {sinkage!r}")
+    rolling = [-slip, 0.0, -1.0 / wheel.radius]  # the lowest rim point's twist, rolling at this slip
+    pull, normal, torque = contact_wrench(wheel, soil, (-sinkage, 0.0), rolling, shear_modulus)[0]
     return float(normal), float(pull), float(torque)
 
 
@@ -206,11 +200,16 @@ def directions(m: int = 26, slips=SLIPS) -> np.ndarray:
     return np.vstack([sphere_directions(m), rolling, rolling * -1.0])
 
 
-def contact_wrench(wheel: Wheel, soil: Soil, theta, twists, shear_modulus: float = SHEAR_MODULUS) -> np.ndarray:
+def contact_wrench(wheel: Wheel, soil, theta, twists, shear_modulus: float = SHEAR_MODULUS) -> np.ndarray:
     """Resistance wrenches (k, 3) in F_r, at the wheel's centre, to twists (k, 3) of the rim's lowest
     point p_center in F_c (the frames of a round foot, :mod:`granular.contact.detection`): its
-    velocity is the slip velocity, and the centre moves at it plus ω × r n."""
+    velocity is the slip velocity, and the centre moves at it plus ω × r n. ``soil``: a Table 6
+    :class:`Soil` (Wong–Reece, :func:`rim_wrench`) or an :class:`RFTGround`."""
+    twists = np.atleast_2d(np.asarray(twists, dtype=float))
+    if isinstance(soil, RFTGround):
+        from granular.data.rft import wheel_wrench
+
+        return wheel_wrench(wheel.radius, wheel.width, theta, twists, soil.zeta, soil.coeffs)
     sinkage = min(-float(theta[0]), 0.999 * wheel.radius)
     r = wheel.radius
-    return np.array([rim_wrench(wheel, soil, sinkage, ux - w * r, uz, -w * r, shear_modulus)
-                     for ux, uz, w in np.atleast_2d(np.asarray(twists, dtype=float))])
+    return np.array([rim_wrench(wheel, soil, sinkage, ux - w * r, uz, -w * r, shear_modulus) for ux, uz, w in twists])

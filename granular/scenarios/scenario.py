@@ -280,7 +280,7 @@ def build(scenario: Scenario) -> Simulation:
     ground = make_terrain(spec.terrain)
     model = SimModel(mb, contacts, ground, wrenches, dt=spec.dt, representation=spec.representation,
                      normals=spec.normals, contact_law=spec.contact, leading_foot=leading)
-    controller = make_controller(spec.control, mb, spec.dt, f"{where} [control]", robot, contacts)
+    controller = make_controller(spec.control, mb, spec.dt, f"{where} [control]", robot, spec.robot, contacts)
     state = initial_state(spec.initial, mb, ground, f"{where} [initial]", controller, spec.robot)
     return Simulation(model, state, controller, make_solver(spec.solver))
 
@@ -316,11 +316,13 @@ def initial_state(init: Initial, mb, ground, where, controller=None, robot=None)
     return State(0.0, q, v)
 
 
-def make_controller(spec, mb, dt, where, robot=None, contacts=()):
+def make_controller(spec, mb, dt, where, robot=None, robot_spec=None, contacts=()):
+    """The controller of [control]; ``robot`` is a legged robot's model, ``robot_spec`` the [robot]
+    table, ``contacts`` its feet or wheels."""
     if isinstance(spec, NoControl):
         return Passive(mb.ndof)
     if isinstance(spec, (TestBedControl, DriveControl)):
-        return _wheel_controller(spec, mb, dt, where, contacts)
+        return _wheel_controller(spec, mb, dt, where, robot_spec, contacts)
     if isinstance(spec, Track):
         path = RefPath(kind=type(spec.path).__struct_config__.tag, **msgspec.structs.asdict(spec.path))
         weight = float(mb.mass.sum() * mb.gravity) if spec.weight_feedforward else 0.0
@@ -336,16 +338,17 @@ def make_controller(spec, mb, dt, where, robot=None, contacts=()):
     return JointPD(robot, gait)
 
 
-def _wheel_controller(spec, mb, dt, where, contacts):
-    rolling = [c for c in contacts if c.roll_radius > 0]
+def _wheel_controller(spec, mb, dt, where, robot_spec, contacts):
+    """A wheel's test bed or a rover's motors (the wheels' radius: their contacts')."""
+    radius = contacts[0].roll_radius if contacts else 0.0
     if isinstance(spec, TestBedControl):
-        if mb.ndof != 3 or len(rolling) != 1:
+        if not isinstance(robot_spec, WheelRobot):
             raise GranularError(f"{where}: kind 'testbed' drives a single wheel (robot kind 'wheel')")
         body = mb.bodies[0]
-        return Carriage(spec.speed, spec.slip, rolling[0].roll_radius, dt, body.mass, body.inertia)
-    if mb.ndof == 3 or len(rolling) != mb.ndof - 3:
+        return Carriage(spec.speed, spec.slip, radius, dt, body.mass, body.inertia)
+    if not isinstance(robot_spec, RoverRobot):
         raise GranularError(f"{where}: kind 'drive' drives a rover's wheels (robot kind 'rover')")
-    return Drive(spec.speed, rolling[0].roll_radius, dt, mb.bodies[1].inertia, spec.max_torque, mb.ndof, spec.ramp)
+    return Drive(spec.speed, radius, dt, mb.bodies[1].inertia, spec.max_torque, mb.ndof, spec.ramp)
 
 
 def _keyframes(spec: KeyframeGait, robot, where):
