@@ -92,10 +92,49 @@ def test_hertz_without_friction_conserves_energy_and_the_damped_laws_lose_it():
         assert E[-1] < 0.95 * E[0], f"{name} dissipates on impact"
 
 
-def test_a_damped_drop_comes_to_rest_upright_at_a_small_step():
-    E, sim = drop("hunt-crossley", 2e-5, 1.0)
+@pytest.mark.parametrize("dt", [2e-5, 1e-3])
+def test_a_damped_drop_comes_to_rest_upright(dt):
+    """At the learned model's 1 ms too: the stick band keeps Bengisu's friction from chattering."""
+    E, sim = drop("hunt-crossley", dt, 1.0)
     assert abs(sim.state.q[2]) < 0.05 and np.abs(sim.state.v).max() < 0.05
     assert E.max() <= E[0] * (1 + 1e-6)
+
+
+class Push:
+    """A constant generalized force on the dropped foot."""
+
+    def __init__(self, u):
+        self.u = np.asarray(u, dtype=float)
+
+    def initial_memory(self):
+        return None
+
+    def __call__(self, t, q, v, memory):
+        return self.u, memory
+
+
+def test_a_foot_resting_in_the_medium_stays_put_under_a_push_it_grips_and_slides_under_one_it_cannot():
+    """At rest, a tangential load below μ_s N is held exactly (no Stribeck creep); above it, the
+    foot slides."""
+    _, rest = drop("hunt-crossley", 1e-3, 1.0)
+    weight = 9.81 * rest.model.multibody.dynamics(rest.state.q, rest.state.v, rest.model.multibody.frames(rest.state.q))[0][0, 0]
+    mu_s = rest.model.compliant.static_friction or rest.model.compliant.friction
+    for share, moves in ((0.5, False), (1.5, True)):
+        sim = Simulation(rest.model, replace(rest.state, v=np.zeros_like(rest.state.v)),
+                         Push([share * mu_s * weight, 0.0, 0.0]), rest.solver)
+        x0 = sim.state.q[0]
+        sim.rollout(300)
+        assert (abs(sim.state.q[0] - x0) > 1e-3) == moves, share
+        if not moves:
+            assert abs(sim.state.q[0] - x0) < 1e-6 and abs(sim.state.v[0]) < 1e-9
+
+
+def test_on_rigid_ground_the_compliance_is_the_foot_pad_in_series_with_the_floor():
+    rigid = load_model("rigid").dataset
+    for name in compliant.LAWS:
+        m = compliant.fit(name, rigid)
+        assert m.exponent == 1.0 and m.friction == pytest.approx(0.8)
+        assert m.stiffness == pytest.approx(1.0 / (1.0 / compliant.PAD_STIFFNESS + 1.0 / compliant.FLOOR_STIFFNESS))
 
 
 def test_validate_scores_a_compliant_law_on_the_held_out_dem_runs():

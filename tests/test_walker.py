@@ -48,6 +48,17 @@ def test_the_floor_only_takes_energy(walk):
     assert summary["max_penetration_m"] < 2e-3
 
 
+def test_the_walker_walks_on_flores_compliant_contact_as_corral_found(walk):
+    """Corral et al. (2020) found Flores's law the one their walker walks on; here too (at its
+    default restitution 0.5; Hunt–Crossley's and Kelvin–Voigt's lighter damping bounce it off its
+    feet), with the QP's gait."""
+    rec = scenarios.run(scenarios.load("walker").with_(contact="flores"))
+    g, rigid = scenarios.summary(rec)["gait"], walk[1]["gait"]
+    assert g["strikes"] >= 9
+    assert abs(g["steps"][-1]["length"] - rigid["steps"][-1]["length"]) < 0.03
+    assert abs(g["steps"][-1]["period"] - rigid["steps"][-1]["period"]) < 0.03
+
+
 def test_heel_strikes_follow_the_classical_impact_law(walk):
     """A plastic impact at the landing foot alone, the trailing leg free: angular momentum about the
     new contact (whole walker) and about the hip (trailing leg) are conserved (Goswami et al.'s

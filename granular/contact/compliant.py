@@ -34,6 +34,9 @@ import numpy as np
 from granular.errors import GranularError
 from granular.frames import cross2, foot_axis, point_velocity
 
+#: A foot's rubber pad (Ding et al. 2013, §5.1: 50 N over 0.5 mm) and a wooden floor (their Table 4,
+#: from Silva et al.), N/m: the compliance of a foot on rigid ground (:func:`rigid_floor`).
+PAD_STIFFNESS, FLOOR_STIFFNESS = 1e5, 1.5e9
 LAWS = ("hertz", "kelvin-voigt", "hunt-crossley", "lankarani-nikravesh", "flores")
 #: Bengisu & Akay's Stribeck parameters as Corral et al. use them for their biped: v₀ (m/s), ξ (s/m).
 STRIBECK_SPEED, STRIBECK_DECAY = 1e-4, 1000.0
@@ -111,14 +114,59 @@ def _plate(model: Compliant, theta, r_offset):
     return points, np.maximum(-(theta[:, :1] + s[None, :] * np.sin(phi)[:, None]), 0.0)
 
 
-def wrench(model: Compliant, theta, twist_r, r_offset) -> np.ndarray:
+def wrench(model: Compliant, theta, twist_r, r_offset, friction: bool = True) -> np.ndarray:
     """The medium's wrench (k, 3) on k feet in F_r (N, N, N·m about p_r), for configurations θ
-    (k, 2), twists of p_r (k, 3) in F_c and the feet's p_r offsets (k,)."""
+    (k, 2), twists of p_r (k, 3) in F_c and the feet's p_r offsets (k,); without the friction if
+    ``friction`` is False."""
     points, depth = _plate(model, theta, r_offset)
     v = point_velocity(np.asarray(twist_r, dtype=float).reshape(-1, 1, 3), points)
     fn = model.normal(depth, -v[..., 1]) * _SHARE
-    f = np.stack([-model.friction_coefficient(v[..., 0]) * fn, fn], axis=-1)
+    mu = model.friction_coefficient(v[..., 0]) if friction else np.zeros_like(fn)
+    f = np.stack([-mu * fn, fn], axis=-1)
     return np.column_stack([f.sum(axis=1), cross2(points, f).sum(axis=1)])
+
+
+def impulses(model: Compliant, qp, theta, r_offset, h: float) -> np.ndarray:
+    """One step's contact impulses (3k,) of k feet under a compliant law, given the step's
+    :class:`~granular.contact.qp.ContactQP` (for its velocities; no QP is solved).
+
+    The normal law and Bengisu's friction are explicit, from the state at the start of the step,
+    except where that friction would make a foot stick: a foot whose friction would reverse its
+    slip within the step, or that slips slower than the Stribeck speed v₀, gets instead the
+    impulse at p_center that holds it, if that lies within μ_s N h (Karnopp 1985, the stick band
+    of explicit friction), else it slides at Bengisu's friction (at least v₀'s, the peak μ_s).
+    Explicit Stribeck friction alone is as stiff as μ_s N / v₀ near rest: it chatters and pumps
+    energy in unless the step is tiny (README, "Compliant contact models"). The held foot's
+    impulse does no work (the slip it leaves is zero), so sticking never adds energy."""
+    twist = (qp.Jt @ qp.v).reshape(-1, 3)
+    grip = h * wrench(model, theta, twist, r_offset, friction=False)
+    c = h * wrench(model, theta, twist, r_offset)
+    load = grip[:, 1]
+    k = len(load)
+    # a unit force along x at p_center: its wrench about p_r, and the slip it works against
+    arm = -np.asarray(r_offset, dtype=float).reshape(-1)[:, None] * foot_axis(np.asarray(theta)[:, 1])
+    unit = np.column_stack([np.ones(k), np.zeros(k), -arm[:, 1]])
+    G = np.zeros((3 * k, k))
+    G.reshape(k, 3, k)[np.arange(k), :, np.arange(k)] = unit
+    slip = lambda impulse: G.T @ (qp.Jt @ qp.velocity(impulse))
+    before, after = G.T @ twist.ravel(), slip(c.ravel())
+    held = (load > 0) & ((np.sign(after) != np.sign(before)) | (np.abs(before) <= model.stribeck_speed))
+    mu_s = model.friction if model.static_friction is None else model.static_friction
+    mu_slide = np.abs(model.friction_coefficient(np.maximum(np.abs(before), model.stribeck_speed)))
+    out = c.copy()
+    while held.any():
+        S = np.flatnonzero(held)
+        out[S] = grip[S]
+        GS = G[:, S]
+        hold = np.linalg.solve(GS.T @ qp.Jt @ qp.B @ GS, -slip(out.ravel())[S])
+        over = np.abs(hold) > mu_s * load[S]
+        if not over.any():
+            return out.ravel() + GS @ hold
+        # these break free: they slide against the push that holding them needed
+        slide = S[over]
+        out[slide] = grip[slide] + (np.sign(hold[over]) * mu_slide[slide] * load[slide])[:, None] * unit[slide]
+        held[slide] = False
+    return out.ravel()
 
 
 def elastic_energy(model: Compliant, theta, r_offset) -> np.ndarray:
@@ -133,6 +181,8 @@ def fit(law: str, dataset, **options) -> Compliant:
     to a ``mass`` (kg, default 10) bouncing on the linear spring), μ by least squares of the upright
     foot's horizontal drag |f_x| against K δⁿ. ``options`` override any :class:`Compliant` field."""
     mass = options.pop("mass", 10.0)
+    if dataset.source == "coulomb":
+        return _damped(rigid_floor(law, dataset, **options), options, mass)
     upright = (dataset.configs[:, 1] == 0.0) & (dataset.configs[:, 0] < 0)
     if upright.sum() < 2:
         raise GranularError(f"{dataset.medium}: a compliant law needs upright data (φ = 0) at two depths or more")
@@ -152,9 +202,25 @@ def fit(law: str, dataset, **options) -> Compliant:
     load = K * delta**n
     keep = dataset.valid[upright, drag]
     mu = float(np.abs(dataset.wrenches[upright, drag, 0])[keep] @ load[keep] / (load[keep] @ load[keep]))
-    model = Compliant(law, K, dataset.foot.radius, n, mu, **options)
-    if law == "kelvin-voigt" and "damping" not in options:
-        ln_e = np.log(model.restitution)
-        zeta = -ln_e / np.sqrt(np.pi**2 + ln_e**2)
-        model = replace(model, damping=float(2.0 * zeta * np.sqrt(K * mass)))
-    return model
+    return _damped(Compliant(law, K, dataset.foot.radius, n, mu, **options), options, mass)
+
+
+def _damped(model: Compliant, options: dict, mass: float) -> Compliant:
+    """Kelvin–Voigt's D for its ``restitution`` on a ``mass`` bouncing on its linear spring."""
+    if model.law != "kelvin-voigt" or "damping" in options:
+        return model
+    ln_e = np.log(model.restitution)
+    zeta = -ln_e / np.sqrt(np.pi**2 + ln_e**2)
+    return replace(model, damping=float(2.0 * zeta * np.sqrt(model.stiffness * mass)))
+
+
+def rigid_floor(law: str, dataset, **options) -> Compliant:
+    """``law`` for a foot on rigid ground (a Coulomb dataset, :mod:`granular.data.coulomb`): the
+    compliance is the foot's own pad in series with the floor, k_N = k_F k_T / (k_F + k_T) (Ding et
+    al. 2013, eq. 7, which prints the reciprocal), linear (n = 1), with the data's Coulomb μ.
+    The floor's data hold one depth (at 10⁹ N/m, a plastic floor for the QP), so no stiffness can
+    be fitted to them; and a 10⁹ N/m spring under a leg of a few kilograms needs microsecond steps."""
+    pressed = dataset.valid & (dataset.wrenches[..., 1] > 0)
+    mu = float(np.max(np.abs(dataset.wrenches[..., 0])[pressed] / dataset.wrenches[..., 1][pressed]))
+    k = PAD_STIFFNESS * FLOOR_STIFFNESS / (PAD_STIFFNESS + FLOOR_STIFFNESS)
+    return Compliant(law, k, dataset.foot.radius, 1.0, mu, **options)

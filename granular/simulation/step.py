@@ -5,7 +5,7 @@ W(θ), solves the maximum-dissipation QP (:mod:`granular.contact.qp`; with the
 data-flow law, :mod:`granular.contact.flow` then gives sliding feet the data's
 wrench) and integrates semi-implicitly: v⁺ from the QP, q⁺ = q + h v⁺. A
 compliant law (:mod:`granular.contact.compliant`) replaces W(θ) and the QP by
-penalty forces of the state at the start of the step. ``u`` is a generalized
+penalty forces of the state at the start of the step (and a stick band for friction). ``u`` is a generalized
 force (controllers compute it). The solver object carries only a warm-start
 workspace.
 """
@@ -143,7 +143,7 @@ def step(model: SimModel, state: State, u, solver, index: int = 0):
     else:
         if model.compliant is not None:
             # penalty forces from the state at the start of the step (explicit: small steps, see bench)
-            c = h * compliant.wrench(model.compliant, frames.theta[on], qp.Jt @ state.v, model.feet.r_offset[on]).ravel()
+            c = compliant.impulses(model.compliant, qp, frames.theta[on], model.feet.r_offset[on], h)
         else:
             c, slipping[on], fallback = _learned(model, qp, frames, on, points, state, solver, index)
         v_next = qp.velocity(c)
