@@ -59,6 +59,18 @@ def test_the_walker_walks_on_flores_compliant_contact_as_corral_found(walk):
     assert abs(g["steps"][-1]["period"] - rigid["steps"][-1]["period"]) < 0.03
 
 
+def test_static_friction_above_kinetic_keeps_a_slipping_walker_walking():
+    """Zheng & Wang's point: kinetic friction μ_k < static μ_s. With μ_k = 0.25 the walker falls
+    if its feet grip no better (μ_s = 0.25); with μ_s = 0.3 they stick after a short slip, and it
+    walks."""
+    def walks(mu_s):
+        spec = scenarios.load("walker").with_(contact="flores", compliant={"friction": 0.25, "static_friction": mu_s})
+        g = scenarios.summary(scenarios.run(spec))["gait"]
+        return g["strikes"] >= 9 and g["return_error"] < 0.05
+
+    assert walks(0.3) and not walks(0.25)
+
+
 def test_heel_strikes_follow_the_classical_impact_law(walk):
     """A plastic impact at the landing foot alone, the trailing leg free: angular momentum about the
     new contact (whole walker) and about the hip (trailing leg) are conserved (Goswami et al.'s

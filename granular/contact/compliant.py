@@ -202,7 +202,7 @@ def fit(law: str, dataset, **options) -> Compliant:
     load = K * delta**n
     keep = dataset.valid[upright, drag]
     mu = float(np.abs(dataset.wrenches[upright, drag, 0])[keep] @ load[keep] / (load[keep] @ load[keep]))
-    return _damped(Compliant(law, K, dataset.foot.radius, n, mu, **options), options, mass)
+    return _damped(replace(Compliant(law, K, dataset.foot.radius, n, mu), **options), options, mass)
 
 
 def _damped(model: Compliant, options: dict, mass: float) -> Compliant:
@@ -223,4 +223,4 @@ def rigid_floor(law: str, dataset, **options) -> Compliant:
     pressed = dataset.valid & (dataset.wrenches[..., 1] > 0)
     mu = float(np.max(np.abs(dataset.wrenches[..., 0])[pressed] / dataset.wrenches[..., 1][pressed]))
     k = PAD_STIFFNESS * FLOOR_STIFFNESS / (PAD_STIFFNESS + FLOOR_STIFFNESS)
-    return Compliant(law, k, dataset.foot.radius, 1.0, mu, **options)
+    return replace(Compliant(law, k, dataset.foot.radius, 1.0, mu), **options)

@@ -12,10 +12,13 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Literal
 
+import logging
+
 import msgspec
 import numpy as np
 from msgspec import Meta
 
+from granular.contact import compliant as compliant_laws
 from granular.contact.detection import FootContact
 from granular.contact.flow import DEFAULT_LAW
 from granular.contact.qp import make_solver
@@ -30,6 +33,8 @@ from granular.scenarios import walker, wheels
 from granular.scenarios.robots import load_quadruped
 from granular.simulation.simulation import Recorder, Run, Simulation
 from granular.simulation.step import SimModel, State
+
+log = logging.getLogger(__name__)
 
 LIMBS = Literal["front_1", "front_2", "rear_1", "rear_2"]
 XZ = tuple[Finite, Finite]
@@ -156,6 +161,18 @@ class KeyframeGait(Schema, tag="keyframes", tag_field="kind"):
     frames: Annotated[list[dict[str, float | tuple[float, float]]], Meta(min_length=1)]  # {t = …, limb = [x, z]}
 
 
+class CompliantParameters(Schema):
+    """A compliant law's parameters that override the ones fitted to the medium (contact/compliant.py)."""
+
+    stiffness: Positive | None = None            # K, N/mⁿ of the whole plate
+    exponent: Positive | None = None             # n
+    friction: NonNegative | None = None          # μ_k, while sliding
+    static_friction: NonNegative | None = None   # μ_s, the most a held foot's friction bears
+    restitution: Annotated[float, Meta(gt=0.0, le=1.0)] | None = None   # e at impact_speed
+    impact_speed: Positive | None = None         # m/s
+    damping: NonNegative | None = None           # kelvin-voigt's D, N·s/m
+
+
 class ScenarioFile(Schema):
     """A scenario file (sim/README.md documents the keys)."""
 
@@ -172,6 +189,7 @@ class ScenarioFile(Schema):
     terrain: Flat | Slope | Profile = Flat()
     initial: Initial = Initial()
     control: NoControl | Track | TrotGait | HoldPose | KeyframeGait | TestBedControl | DriveControl = NoControl()
+    compliant: CompliantParameters = CompliantParameters()
 
 
 CHOICES = {"terrain.kind": ("flat", "slope", "profile"),
@@ -199,6 +217,7 @@ class Scenario:
     robot: dict = field(default_factory=dict)
     initial: dict = field(default_factory=dict)
     control: dict = field(default_factory=dict)
+    compliant: dict = field(default_factory=dict)
 
     def with_(self, **overrides) -> "Scenario":
         """A copy with the given fields replaced; ``None`` values leave a field as it is."""
@@ -279,7 +298,8 @@ def build(scenario: Scenario) -> Simulation:
         mb, contacts = robot.multibody, robot.contacts
     ground = make_terrain(spec.terrain)
     model = SimModel(mb, contacts, ground, wrenches, dt=spec.dt, representation=spec.representation,
-                     normals=spec.normals, contact_law=spec.contact, leading_foot=leading)
+                     normals=spec.normals, contact_law=spec.contact, leading_foot=leading,
+                     compliant=_compliant(spec, wrenches.dataset, where))
     controller = make_controller(spec.control, mb, spec.dt, f"{where} [control]", robot, spec.robot, contacts)
     state = initial_state(spec.initial, mb, ground, f"{where} [initial]", controller, spec.robot)
     return Simulation(model, state, controller, make_solver(spec.solver))
@@ -314,6 +334,17 @@ def initial_state(init: Initial, mb, ground, where, controller=None, robot=None)
     if isinstance(controller, JointPD):
         q[3:] = controller.targets(0.0)
     return State(0.0, q, v)
+
+
+def _compliant(spec: ScenarioFile, dataset, where):
+    """The compliant law fitted to the medium, with the scenario's [compliant] overrides; None
+    under the QP's laws (whose W(θ) ignores the table: said, not fatal, as --contact may switch)."""
+    options = {k: v for k, v in msgspec.structs.asdict(spec.compliant).items() if v is not None}
+    if spec.contact not in compliant_laws.LAWS:
+        if options:
+            log.warning("%s: [compliant] is ignored under contact = %r", where, spec.contact)
+        return None
+    return compliant_laws.fit(spec.contact, dataset, **options)
 
 
 def make_controller(spec, mb, dt, where, robot=None, robot_spec=None, contacts=()):
