@@ -108,6 +108,10 @@ def write(path: Path, text, binary=False):
      'duration = 1.0\n', "control.path.kind: invalid value 'spiral'; choose line, arc"),
     (b'duration = 1.0 # \xff\n[robot]\nkind = "foot"\n', "not UTF-8"),
     ('duration = \n', "not valid TOML"),
+    ('duration = 1.0\ncontact = "flores"\n[robot]\nkind = "foot"\n[compliant]\nrestitution = 2.0\n',
+     "compliant.restitution"),
+    ('duration = 1.0\ncontact = "flores"\n[robot]\nkind = "foot"\n[compliant]\nstiffnes = 1e5\n',
+     "unknown field `stiffnes`"),
 ])
 def test_scenario_files(lab, capsys, text, message):
     scenario = write(lab / "bad.toml", text, binary=isinstance(text, bytes))
