@@ -106,6 +106,17 @@ def test_the_simulated_test_bed_pulls_as_the_wheel_model_does(medium, pull, torq
     assert sim["load_n"] == pytest.approx(np.full(len(slips), 10.19 * 9.81), rel=1e-3)
 
 
+def test_a_wheel_driven_at_a_torque_settles_at_the_slip_the_model_gives_that_torque():
+    """The test bed's other mode: torque set, slip measured (as on a real bed with a torque-controlled
+    motor); it must find the slip at which Wong–Reece's wheel needs that torque."""
+    spec = scenarios.load("wheel-bed")
+    w, ground = wheels.bed_reference(spec)
+    ref = wheel.slip_sweep(w, ground, [0.15, 0.4])
+    for slip, torque in zip(ref["slip"], ref["torque_nm"]):
+        run = scenarios.run(spec.with_(control={**spec.control, "torque": float(torque)}, duration=4.0))
+        assert scenarios.summary(run)["feet"]["wheel"]["wheel_slip_end"] == pytest.approx(slip, abs=0.01)
+
+
 def test_a_rolling_wheel_left_alone_never_gains_energy_and_stops():
     spec = scenarios.load("wheel-bed").with_(control={"kind": "none"}, duration=2.0,
                                              initial={"height": 0.126, "vx": 0.5, "omega": -0.5 / 0.15})

@@ -222,8 +222,10 @@ def _pi(error, integral, dt, inertia, limit=np.inf):
 @dataclass(frozen=True)
 class Carriage:
     """The single-wheel test bed (Ding et al. 2013, §4): a carriage holds the wheel's centre at
-    ``speed`` (m/s) along x and the motor turns it at ω = −speed / ((1 − slip) r), both by PI
-    servos; the wheel is free to sink. Memory: the two error integrals."""
+    ``speed`` (m/s) along x by a PI servo, and the motor either turns the wheel at
+    ω = −speed / ((1 − slip) r) (a PI servo: slip set, torque measured) or, with ``torque``
+    (N·m, > 0 drives forward), applies that torque (torque set, slip measured; ramped over the
+    first 0.5 s); the wheel is free to sink. Memory: the two error integrals."""
 
     speed: float
     slip: float
@@ -231,22 +233,30 @@ class Carriage:
     dt: float
     mass: float
     inertia: float
+    torque: float | None = None
 
     def initial_memory(self):
         return (0.0, 0.0)
 
     def __call__(self, t, q, v, memory):
-        rate = -self.speed / ((1.0 - self.slip) * self.radius)
         fx, ix = _pi(self.speed - v[0], memory[0], self.dt, self.mass)
+        if self.torque is not None:
+            return np.array([fx, 0.0, -self.torque * min(t / TORQUE_RAMP, 1.0)]), (ix, 0.0)
+        rate = -self.speed / ((1.0 - self.slip) * self.radius)
         tau, iw = _pi(rate - v[2], memory[1], self.dt, self.inertia)
         return np.array([fx, 0.0, tau]), (ix, iw)
+
+
+#: s over which a set wheel torque rises from zero, so the wheel does not spin up at the start.
+TORQUE_RAMP = 0.5
 
 
 @dataclass(frozen=True)
 class Drive:
     """Wheel motors: each wheel's rate relative to the chassis driven by a PI servo towards rolling
     forward at ``speed`` (m/s; reached over ``ramp`` s from rest), its torque clipped to
-    ``max_torque`` (N·m). Memory: the error integral per wheel."""
+    ``max_torque`` (N·m); or, with ``torque`` (N·m, > 0 drives forward), that torque on every
+    wheel (reached over ``ramp``). Memory: the error integral per wheel."""
 
     speed: float
     radius: float
@@ -255,13 +265,18 @@ class Drive:
     max_torque: float
     ndof: int
     ramp: float = 0.5
+    torque: float | None = None
 
     def initial_memory(self):
         return (0.0,) * (self.ndof - 3)
 
     def __call__(self, t, q, v, memory):
-        rate = -self.speed / self.radius * min(t / self.ramp, 1.0) if self.ramp > 0 else -self.speed / self.radius
+        share = min(t / self.ramp, 1.0) if self.ramp > 0 else 1.0
         u = np.zeros(self.ndof)
+        if self.torque is not None:
+            u[3:] = -self.torque * share
+            return u, memory
+        rate = -self.speed / self.radius * share
         out = []
         for j, integral in enumerate(memory):
             u[3 + j], integral = _pi(rate - v[3 + j], integral, self.dt, self.inertia, self.max_torque)

@@ -145,12 +145,14 @@ class TrotGait(Schema, tag="trot", tag_field="kind"):
 class TestBedControl(Schema, tag="testbed", tag_field="kind"):
     speed: Positive = 0.05                                    # m/s, the carriage
     slip: Annotated[float, Meta(ge=-1.0, lt=1.0)] = 0.2       # the wheel turns at −speed / ((1 − slip) r)
+    torque: Finite | None = None                              # N·m: drive at this torque instead (slip free)
 
 
 class DriveControl(Schema, tag="drive", tag_field="kind"):
     speed: Finite = 0.2                                       # m/s, the wheels' rim speed (forward > 0)
     max_torque: Positive = 20.0                               # N·m per wheel
     ramp: NonNegative = 0.5                                   # s from rest to speed
+    torque: Finite | None = None                              # N·m per wheel: drive at this torque instead
 
 
 class HoldPose(Schema, tag="hold", tag_field="kind"):
@@ -376,10 +378,10 @@ def _wheel_controller(spec, mb, dt, where, robot_spec, contacts):
         if not isinstance(robot_spec, WheelRobot):
             raise GranularError(f"{where}: kind 'testbed' drives a single wheel (robot kind 'wheel')")
         body = mb.bodies[0]
-        return Carriage(spec.speed, spec.slip, radius, dt, body.mass, body.inertia)
+        return Carriage(spec.speed, spec.slip, radius, dt, body.mass, body.inertia, spec.torque)
     if not isinstance(robot_spec, RoverRobot):
         raise GranularError(f"{where}: kind 'drive' drives a rover's wheels (robot kind 'rover')")
-    return Drive(spec.speed, radius, dt, mb.bodies[1].inertia, spec.max_torque, mb.ndof, spec.ramp)
+    return Drive(spec.speed, radius, dt, mb.bodies[1].inertia, spec.max_torque, mb.ndof, spec.ramp, spec.torque)
 
 
 def _keyframes(spec: KeyframeGait, robot, where):
