@@ -71,6 +71,56 @@ def test_static_friction_above_kinetic_keeps_a_slipping_walker_walking():
     assert walks(0.3) and not walks(0.25)
 
 
+@pytest.fixture(scope="module")
+def slippery(tmp_path_factory):
+    """A rigid floor of static friction 0.3 (the walker needs about that much), learned."""
+    from granular.foot import Foot
+    from granular.learning import model
+
+    path = tmp_path_factory.mktemp("floor") / "rigid-0.3.h5"
+    model.save(model.fit(synthesize("coulomb", "rigid", foot=Foot(0.001, 0.3, 0.25), friction=0.3)), path)
+    return str(path)
+
+
+def test_the_qps_kinetic_friction_bounds_only_a_sliding_foot(slippery):
+    """A Coulomb floor's W for a foot sliding at the step's start holds friction up to μ_k N, not μ_s N;
+    a foot at rest keeps μ_s."""
+    from dataclasses import replace
+
+    from granular.contact.qp import ContactQP
+    from granular.learning.catalog import load_model
+    from granular.simulation.step import kinetic
+
+    wm = load_model(slippery)
+    theta = np.array([[-1e-5, 0.3]])
+    (A, b), = wm.hulls(wm.points(theta))
+    r_offset = np.array([0.25])
+    arm = -0.25 * np.array([-np.sin(0.3), np.cos(0.3)])
+    n = 10000.0  # the floor's normal force at 10 µm
+
+    def wrench(mu):  # friction mu·N along −x at p_center, as a wrench about p_r
+        f = np.array([-mu * n, n])
+        return np.array([*f, arm[0] * f[1] - arm[1] * f[0]])
+
+    for v, mu_max in ((np.array([0.0, 0.0, 0.0]), 0.3), (np.array([0.1, 0.0, 0.0]), 0.15)):
+        qp = ContactQP(M=np.eye(3), v=v, impulse=np.zeros(3), Jt=np.eye(3), Jp=np.eye(3), Mg=np.zeros(3),
+                       A=A, ub=b, rows=np.array([0, len(A)]), branches=None)
+        A2 = kinetic(qp, r_offset, theta, qp.rows, 0.15 / 0.3)
+        assert (A2 @ wrench(0.98 * mu_max) <= b + 1e-6 * np.abs(b).max()).all(), mu_max
+        assert not (A2 @ wrench(1.02 * mu_max) <= b + 1e-6 * np.abs(b).max()).all(), mu_max
+
+
+def test_kinetic_friction_below_static_trips_the_walker_the_qp_keeps_up(slippery):
+    """On a floor of μ = 0.3 the walker walks (μ = 0.25 is too little: it slips and falls); give a
+    sliding foot only μ_k = 0.25 and it falls as well, once a heel strike sets a foot sliding."""
+    def gait(**kw):
+        return scenarios.summary(scenarios.run(scenarios.load("walker").with_(medium=slippery, **kw)))["gait"]
+
+    walked, tripped = gait(), gait(kinetic_friction=0.25)
+    assert walked["strikes"] >= 9 and walked["return_error"] < 0.05
+    assert min(s["length"] for s in tripped["steps"][-3:]) < 0.1
+
+
 def test_heel_strikes_follow_the_classical_impact_law(walk):
     """A plastic impact at the landing foot alone, the trailing leg free: angular momentum about the
     new contact (whole walker) and about the hip (trailing leg) are conserved (Goswami et al.'s

@@ -112,12 +112,15 @@ def cmd_synth(args):
     name = args.soil if args.source == "terramechanics" or args.soil else args.medium
     if name is None:
         raise GranularError("--source rft or coulomb needs --medium; --source terramechanics needs --soil")
+    if args.friction is not None and args.source != "coulomb":
+        raise GranularError("--friction is the rigid floor's (--source coulomb)")
     _check_outputs(args)
     if args.source == "wheel":
         foot = Foot(args.wheel_radius, args.wheel_width, args.wheel_radius)
     else:
         foot = Foot(args.foot_radius, args.foot_length, args.foot_r_offset)
-    ds = synthesize(args.source, name, args.depths, args.tilts, args.directions, foot, progress=True)
+    ds = synthesize(args.source, name, args.depths, args.tilts, args.directions, foot, progress=True,
+                    friction=args.friction)
     wd.write(ds, args.out)
     _say(f"wrote {args.out}: {ds.n} configurations × {ds.m} directions ({args.source}, {name})")
 
@@ -610,6 +613,8 @@ def build_parser():
     s.add_argument("--foot-r-offset", type=_number(-10, 10), default=0.25, help="p_r's distance above p_center (m)")
     s.add_argument("--wheel-radius", type=_number(0, 10, low_open=True), default=0.15, help="--source wheel: m")
     s.add_argument("--wheel-width", type=_number(0, 10, low_open=True), default=0.10, help="--source wheel: m")
+    s.add_argument("--friction", type=_number(0, 10, low_open=True),
+                   help="--source coulomb: the floor's (static) Coulomb μ (default 0.8)")
     s.set_defaults(func=cmd_synth)
 
     mg = sub.add_parser("merge", help="join datasets of one medium and protocol (e.g. an extended grid)")

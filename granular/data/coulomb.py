@@ -15,8 +15,8 @@ training report's polytope checks.
 
 A rolling resistance ε N, of a tiny lever ``ROLLING``, gives the hull a torque thickness; without
 it the hull is flat and its half-spaces are not defined. The QP's maximum dissipation makes this
-Coulomb friction with one coefficient: it does not tell static from kinetic friction (Zheng &
-Wang's μ₀ > μ).
+Coulomb friction with one coefficient, the static one (Zheng & Wang's μ₀); a scenario's
+``kinetic_friction`` (μ < μ₀) scales it for feet that slide (:func:`granular.simulation.step.kinetic`).
 """
 from __future__ import annotations
 

@@ -22,11 +22,11 @@ from granular.data.sampling import config_grid, sphere_directions
 
 
 def synthesize(source: str, name: str, depths=None, tilts=None, m: int = 26,
-               foot: Foot = Foot(), progress: bool = False) -> WrenchDataset:
+               foot: Foot = Foot(), progress: bool = False, friction: float | None = None) -> WrenchDataset:
     """A dataset for ``source`` ('rft' with a medium name, 'terramechanics' with a soil name,
     'coulomb' with a name for the rigid floor it describes, 'wheel' with a soil name (Wong–Reece) or
     an RFT medium's (RFT over the rim): a rigid wheel whose radius and width are ``foot``'s radius
-    and length)."""
+    and length). ``friction``: the rigid floor's Coulomb μ (default :data:`coulomb.FRICTION`)."""
     directions = sphere_directions(m)
     if source == "rft":
         preset = medium(name)
@@ -52,11 +52,13 @@ def synthesize(source: str, name: str, depths=None, tilts=None, m: int = 26,
     elif source == "coulomb":
         preset = Medium(name, 0.0, coulomb.DEPTHS, coulomb.TILTS, coulomb.VELOCITY_SCALE)
 
+        mu = coulomb.FRICTION if friction is None else friction
+
         def model(theta, twists):
-            return coulomb.point_wrench(foot, theta, twists)
+            return coulomb.point_wrench(foot, theta, twists, mu)
 
         provenance = {"model": "rigid floor: point contact with Coulomb friction (granular/data/coulomb.py)",
-                      "friction": coulomb.FRICTION, "stiffness_N_per_m": coulomb.STIFFNESS, "rolling_m": coulomb.ROLLING}
+                      "friction": mu, "stiffness_N_per_m": coulomb.STIFFNESS, "rolling_m": coulomb.ROLLING}
     elif source == "wheel":
         rim, ground = wheel.Wheel(foot.radius, foot.length), wheel.ground(name)
         foot = Foot(rim.radius, rim.width, rim.radius)  # F_r at the axle

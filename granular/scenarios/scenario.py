@@ -192,6 +192,7 @@ class ScenarioFile(Schema):
     initial: Initial = Initial()
     control: NoControl | Track | TrotGait | HoldPose | KeyframeGait | TestBedControl | DriveControl = NoControl()
     compliant: CompliantParameters = CompliantParameters()
+    kinetic_friction: Positive | None = None   # a rigid floor's μ_k under the QP (its data's μ is μ_s)
 
 
 CHOICES = {"terrain.kind": ("flat", "slope", "profile"),
@@ -220,6 +221,7 @@ class Scenario:
     initial: dict = field(default_factory=dict)
     control: dict = field(default_factory=dict)
     compliant: dict = field(default_factory=dict)
+    kinetic_friction: float | None = None
 
     def with_(self, **overrides) -> "Scenario":
         """A copy with the given fields replaced; ``None`` values leave a field as it is."""
@@ -299,9 +301,12 @@ def build(scenario: Scenario) -> Simulation:
         robot = load_quadruped(Path(scenario.path).parent / spec.robot.spec, wrenches.dataset.foot)
         mb, contacts = robot.multibody, robot.contacts
     ground = make_terrain(spec.terrain)
-    model = SimModel(mb, contacts, ground, wrenches, dt=spec.dt, representation=spec.representation,
-                     normals=spec.normals, contact_law=spec.contact, leading_foot=leading,
-                     compliant=_compliant(spec, wrenches.dataset, where))
+    try:
+        model = SimModel(mb, contacts, ground, wrenches, dt=spec.dt, representation=spec.representation,
+                         normals=spec.normals, contact_law=spec.contact, leading_foot=leading,
+                         compliant=_compliant(spec, wrenches.dataset, where), kinetic_friction=spec.kinetic_friction)
+    except GranularError as exc:
+        raise GranularError(f"{where}: {exc}") from None
     controller = make_controller(spec.control, mb, spec.dt, f"{where} [control]", robot, spec.robot, contacts)
     state = initial_state(spec.initial, mb, ground, f"{where} [initial]", controller, spec.robot)
     return Simulation(model, state, controller, make_solver(spec.solver))

@@ -20,6 +20,7 @@ from granular.contact import compliant
 from granular.contact.flow import DEFAULT_LAW, LAWS as QP_LAWS, data_flow
 from granular.contact.qp import ContactQP, SolverError, stack_blocks
 from granular.errors import GranularError
+from granular.frames import foot_axis
 from granular.learning.model import WrenchSpaceModel
 from granular.dynamics.multibody import MultiBody
 from granular.dynamics.terrain import Terrain
@@ -49,6 +50,9 @@ class SimModel:
     #: more than this margin (m) ahead (:func:`~granular.contact.detection.leading`); None: every
     #: foot in contact bears load
     leading_foot: float | None = None
+    #: a Coulomb floor's kinetic friction μ_k (below its data's static μ_s) for the QP's feet that
+    #: slide at the step's start (:func:`kinetic`); None: one coefficient
+    kinetic_friction: float | None = None
     A_fixed: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self):
@@ -61,6 +65,16 @@ class SimModel:
                                 f"choose {' or '.join(REPRESENTATIONS)}")
         if self.contact_law not in LAWS:
             raise GranularError(f"unknown contact law {self.contact_law!r}; choose one of {', '.join(LAWS)}")
+        if self.kinetic_friction is not None:
+            ds = self.wrenches.dataset
+            if ds.source != "coulomb" or self.contact_law in compliant.LAWS:
+                raise GranularError("kinetic_friction needs a rigid floor (a Coulomb medium, granular synth "
+                                    f"--source coulomb) under the QP's laws; {ds.medium!r} is a {ds.source} medium"
+                                    + (f" and {self.contact_law!r} a compliant law (its [compliant] table "
+                                       "has friction and static_friction)" if self.contact_law in compliant.LAWS else ""))
+            if not 0 < self.kinetic_friction <= ds.provenance["friction"]:
+                raise GranularError(f"kinetic_friction must be in (0, {ds.provenance['friction']}] (the floor's "
+                                    f"static friction), got {self.kinetic_friction!r}")
         if self.contact_law in compliant.LAWS and self.compliant is None:
             object.__setattr__(self, "compliant", compliant.fit(self.contact_law, self.wrenches.dataset))
         if self.representation == "fixed" and self.A_fixed is None:
@@ -137,6 +151,9 @@ def step(model: SimModel, state: State, u, solver, index: int = 0):
     else:  # no wrench space: the penalty force is a function of the state
         A, b, rows, points = np.zeros((0, 3 * len(on))), np.zeros(0), np.zeros(1, dtype=int), None
     qp = contact_qp(model, state, u, frames, on, M, k, A, b, rows)
+    if model.kinetic_friction is not None and len(on):
+        qp = replace(qp, A=kinetic(qp, model.feet.r_offset[on], frames.theta[on], rows,
+                                   model.kinetic_friction / model.wrenches.dataset.provenance["friction"]))
     fallback = False
     if not len(on):
         v_next = qp.v_free
@@ -150,6 +167,29 @@ def step(model: SimModel, state: State, u, solver, index: int = 0):
         wrench[on] = c.reshape(-1, 3) / h
     info = StepInfo(frames.theta, frames.active, wrench, slipping, frames.p_center, fallback)
     return State(state.t + h, state.q + h * v_next, v_next, holder), info
+
+
+#: Slip speed (m/s) of p_center above which a foot is sliding (Zheng & Wang's ε).
+SLIDING = 1e-5
+
+
+def kinetic(qp, r_offset, theta, rows, ratio: float):
+    """A Coulomb floor's constraints A with the friction of the feet sliding at the step's start
+    scaled by ``ratio`` = μ_k / μ_s (Zheng & Wang §2, eq. 6: kinetic friction while sliding, static
+    friction up to μ₀ deciding stick). The floor's W is the cone of μ_s at p_center; the kinetic one
+    is its image under L, which scales f_x and the torque it makes about p_r: w ∈ L W iff
+    A L⁻¹ w ≤ b."""
+    arm = -np.asarray(r_offset, dtype=float)[:, None] * foot_axis(theta[:, 1])  # p_center − p_r
+    twist = (qp.Jt @ qp.v).reshape(-1, 3)
+    slip = twist[:, 0] - twist[:, 2] * arm[:, 1]
+    A = qp.A
+    for i in np.flatnonzero(np.abs(slip) > SLIDING):
+        if A is qp.A:
+            A = A.copy()
+        inverse = np.array([[1.0 / ratio, 0.0, 0.0], [0.0, 1.0, 0.0], [arm[i, 1] * (ratio - 1.0) / ratio, 0.0, 1.0]])
+        block = A[rows[i]:rows[i + 1], 3 * i:3 * i + 3]
+        A[rows[i]:rows[i + 1], 3 * i:3 * i + 3] = block @ inverse
+    return A
 
 
 def _learned(model: SimModel, qp, frames, on, points, state, solver, index):
