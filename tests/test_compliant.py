@@ -118,7 +118,7 @@ def test_a_foot_resting_in_the_medium_stays_put_under_a_push_it_grips_and_slides
     foot slides."""
     _, rest = drop("hunt-crossley", 1e-3, 1.0)
     weight = 9.81 * rest.model.multibody.dynamics(rest.state.q, rest.state.v, rest.model.multibody.frames(rest.state.q))[0][0, 0]
-    mu_s = rest.model.compliant.static_friction or rest.model.compliant.friction
+    mu_s = rest.model.compliant.peak_friction
     for share, moves in ((0.5, False), (1.5, True)):
         sim = Simulation(rest.model, replace(rest.state, v=np.zeros_like(rest.state.v)),
                          Push([share * mu_s * weight, 0.0, 0.0]), rest.solver)

@@ -94,9 +94,14 @@ class Compliant:
             force = elastic * (1.0 + hysteresis(self.law, self.restitution) * rate / self.impact_speed)
         return np.maximum(force, 0.0)
 
+    @property
+    def peak_friction(self) -> float:
+        """μ_s: Bengisu's peak, and the most a held foot's friction bears."""
+        return self.friction if self.static_friction is None else self.static_friction
+
     def friction_coefficient(self, slip):
         """Bengisu & Akay's μ(v), signed as v: zero at rest, the peak μ_s at v₀, decaying to μ_k."""
-        mu_s = self.friction if self.static_friction is None else self.static_friction
+        mu_s = self.peak_friction
         s = np.abs(slip) / self.stribeck_speed
         rising = mu_s * (2.0 * s - s * s)
         falling = self.friction + (mu_s - self.friction) * np.exp(-self.stribeck_decay * self.stribeck_speed * (s - 1.0))
@@ -151,14 +156,17 @@ def impulses(model: Compliant, qp, theta, r_offset, h: float) -> np.ndarray:
     slip = lambda impulse: G.T @ (qp.Jt @ qp.velocity(impulse))
     before, after = G.T @ twist.ravel(), slip(c.ravel())
     held = (load > 0) & ((np.sign(after) != np.sign(before)) | (np.abs(before) <= model.stribeck_speed))
-    mu_s = model.friction if model.static_friction is None else model.static_friction
+    mu_s = model.peak_friction
     mu_slide = np.abs(model.friction_coefficient(np.maximum(np.abs(before), model.stribeck_speed)))
     out = c.copy()
     while held.any():
         S = np.flatnonzero(held)
         out[S] = grip[S]
         GS = G[:, S]
-        hold = np.linalg.solve(GS.T @ qp.Jt @ qp.B @ GS, -slip(out.ravel())[S])
+        try:
+            hold = np.linalg.solve(GS.T @ qp.Jt @ qp.B @ GS, -slip(out.ravel())[S])
+        except np.linalg.LinAlgError:  # a foot the bodies cannot move along x: explicit friction
+            return c.ravel()
         over = np.abs(hold) > mu_s * load[S]
         if not over.any():
             return out.ravel() + GS @ hold
