@@ -100,6 +100,13 @@ def test_a_damped_drop_comes_to_rest_upright(dt):
     assert E.max() <= E[0] * (1 + 1e-6)
 
 
+def test_the_damped_laws_are_stable_at_five_milliseconds():
+    """`granular bench --compliant`'s criterion: the dropped foot never gains energy (README table)."""
+    for name in ("kelvin-voigt", "flores"):
+        ok, gain, _ = bench.stable("drop-upright", name, 5e-3)
+        assert ok and gain <= 0.01, (name, gain)
+
+
 class Push:
     """A constant generalized force on the dropped foot."""
 
