@@ -46,6 +46,14 @@ def foot_axis(phi):
     return np.stack([-np.sin(phi), np.cos(phi)], axis=-1)
 
 
+def center_slip(twist_r, r_offset, phi):
+    """Per foot, p_center − p_r (k, 2) for p_r ``r_offset`` (k,) up the axis at tilt ``phi`` (k,),
+    and the slip (k,) of p_center along x for twists of p_r (k, 3): v_x − ω (p_center − p_r)_z."""
+    arm = -np.asarray(r_offset, dtype=float).reshape(-1)[:, None] * foot_axis(np.asarray(phi, dtype=float).reshape(-1))
+    twist_r = np.asarray(twist_r, dtype=float).reshape(-1, 3)
+    return arm, twist_r[:, 0] - twist_r[:, 2] * arm[:, 1]
+
+
 def cross2(r, f):
     """Planar cross product r × f = r_x f_z − r_z f_x (counter-clockwise positive)."""
     r = np.asarray(r, dtype=float)

@@ -112,6 +112,7 @@ def write(path: Path, text, binary=False):
      "compliant.restitution"),
     ('duration = 1.0\ncontact = "flores"\n[robot]\nkind = "foot"\n[compliant]\nstiffnes = 1e5\n',
      "unknown field `stiffnes`"),
+    ('duration = 1.0\nkinetic_friction = 0.5\n[robot]\nkind = "foot"\n', "kinetic_friction needs a rigid floor"),
 ])
 def test_scenario_files(lab, capsys, text, message):
     scenario = write(lab / "bad.toml", text, binary=isinstance(text, bytes))

@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from granular.errors import GranularError
-from granular.frames import cross2, foot_axis, point_velocity
+from granular.frames import center_slip, cross2, foot_axis, point_velocity
 
 #: A foot's rubber pad (Ding et al. 2013, §5.1: 50 N over 0.5 mm) and a wooden floor (their Table 4,
 #: from Silva et al.), N/m: the compliance of a foot on rigid ground (:func:`rigid_floor`).
@@ -149,12 +149,12 @@ def impulses(model: Compliant, qp, theta, r_offset, h: float) -> np.ndarray:
     load = grip[:, 1]
     k = len(load)
     # a unit force along x at p_center: its wrench about p_r, and the slip it works against
-    arm = -np.asarray(r_offset, dtype=float).reshape(-1)[:, None] * foot_axis(np.asarray(theta)[:, 1])
+    arm, before = center_slip(twist, r_offset, np.asarray(theta)[:, 1])
     unit = np.column_stack([np.ones(k), np.zeros(k), -arm[:, 1]])
     G = np.zeros((3 * k, k))
     G.reshape(k, 3, k)[np.arange(k), :, np.arange(k)] = unit
     slip = lambda impulse: G.T @ (qp.Jt @ qp.velocity(impulse))
-    before, after = G.T @ twist.ravel(), slip(c.ravel())
+    after = slip(c.ravel())
     held = (load > 0) & ((np.sign(after) != np.sign(before)) | (np.abs(before) <= model.stribeck_speed))
     mu_s = model.peak_friction
     mu_slide = np.abs(model.friction_coefficient(np.maximum(np.abs(before), model.stribeck_speed)))

@@ -20,7 +20,7 @@ from granular.contact import compliant
 from granular.contact.flow import DEFAULT_LAW, LAWS as QP_LAWS, data_flow
 from granular.contact.qp import ContactQP, SolverError, stack_blocks
 from granular.errors import GranularError
-from granular.frames import foot_axis
+from granular.frames import center_slip
 from granular.learning.model import WrenchSpaceModel
 from granular.dynamics.multibody import MultiBody
 from granular.dynamics.terrain import Terrain
@@ -66,21 +66,25 @@ class SimModel:
         if self.contact_law not in LAWS:
             raise GranularError(f"unknown contact law {self.contact_law!r}; choose one of {', '.join(LAWS)}")
         if self.kinetic_friction is not None:
-            ds = self.wrenches.dataset
-            if ds.source != "coulomb" or self.contact_law in compliant.LAWS:
-                raise GranularError("kinetic_friction needs a rigid floor (a Coulomb medium, granular synth "
-                                    f"--source coulomb) under the QP's laws; {ds.medium!r} is a {ds.source} medium"
-                                    + (f" and {self.contact_law!r} a compliant law (its [compliant] table "
-                                       "has friction and static_friction)" if self.contact_law in compliant.LAWS else ""))
-            if not 0 < self.kinetic_friction <= ds.provenance["friction"]:
-                raise GranularError(f"kinetic_friction must be in (0, {ds.provenance['friction']}] (the floor's "
-                                    f"static friction), got {self.kinetic_friction!r}")
+            self._check_kinetic()
         if self.contact_law in compliant.LAWS and self.compliant is None:
             object.__setattr__(self, "compliant", compliant.fit(self.contact_law, self.wrenches.dataset))
         if self.representation == "fixed" and self.A_fixed is None:
             object.__setattr__(self, "A_fixed", self.wrenches.fixed_normals(self.normals))
         object.__setattr__(self, "feet", Feet(tuple(self.contacts)))
         object.__setattr__(self, "_stacked", {})  # fixed representation: block-diagonal A per foot count
+
+    def _check_kinetic(self):
+        ds = self.wrenches.dataset
+        if self.contact_law in compliant.LAWS:
+            raise GranularError(f"kinetic_friction is the QP's; a compliant law ({self.contact_law!r}) takes "
+                                "[compliant] friction and static_friction")
+        if ds.source != "coulomb":
+            raise GranularError(f"kinetic_friction needs a rigid floor (granular synth --source coulomb); "
+                                f"{ds.medium!r} is a {ds.source} medium")
+        if not 0 < self.kinetic_friction <= ds.provenance["friction"]:
+            raise GranularError(f"kinetic_friction must be in (0, {ds.provenance['friction']}], the floor's "
+                                f"static friction; got {self.kinetic_friction!r}")
 
 
 @dataclass
@@ -159,7 +163,7 @@ def step(model: SimModel, state: State, u, solver, index: int = 0):
         v_next = qp.v_free
     else:
         if model.compliant is not None:
-            # penalty forces from the state at the start of the step (explicit: small steps, see bench)
+            # penalty forces from the state at the start of the step, friction with a stick band
             c = compliant.impulses(model.compliant, qp, frames.theta[on], model.feet.r_offset[on], h)
         else:
             c, slipping[on], fallback = _learned(model, qp, frames, on, points, state, solver, index)
@@ -179,9 +183,7 @@ def kinetic(qp, r_offset, theta, rows, ratio: float):
     friction up to μ₀ deciding stick). The floor's W is the cone of μ_s at p_center; the kinetic one
     is its image under L, which scales f_x and the torque it makes about p_r: w ∈ L W iff
     A L⁻¹ w ≤ b."""
-    arm = -np.asarray(r_offset, dtype=float)[:, None] * foot_axis(theta[:, 1])  # p_center − p_r
-    twist = (qp.Jt @ qp.v).reshape(-1, 3)
-    slip = twist[:, 0] - twist[:, 2] * arm[:, 1]
+    arm, slip = center_slip(qp.Jt @ qp.v, r_offset, theta[:, 1])
     A = qp.A
     for i in np.flatnonzero(np.abs(slip) > SLIDING):
         if A is qp.A:
