@@ -113,6 +113,10 @@ def write(path: Path, text, binary=False):
     ('duration = 1.0\ncontact = "flores"\n[robot]\nkind = "foot"\n[compliant]\nstiffnes = 1e5\n',
      "unknown field `stiffnes`"),
     ('duration = 1.0\nkinetic_friction = 0.5\n[robot]\nkind = "foot"\n', "kinetic_friction needs a rigid floor"),
+    ('duration = 1.0\ncontact = "flores"\n[robot]\nkind = "foot"\n[compliant]\nfriction = 0.5\nstatic_friction = 0.3\n',
+     "must be at least friction"),
+    ('duration = 1.0\nmedium = "wheel-dry-sand"\ncontact = "data-flow"\n[robot]\nkind = "wheel"\n[control]\n'
+     'kind = "testbed"\nslip = 0.3\ntorque = 5.0\n', "the slip or the torque, not both"),
 ])
 def test_scenario_files(lab, capsys, text, message):
     scenario = write(lab / "bad.toml", text, binary=isinstance(text, bytes))

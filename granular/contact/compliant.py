@@ -84,6 +84,9 @@ class Compliant:
                 raise GranularError(f"compliant contact {name} must be positive, got {getattr(self, name)!r}")
         if self.friction < 0 or self.damping < 0:
             raise GranularError("friction and damping must not be negative")
+        if self.peak_friction < self.friction:
+            raise GranularError(f"static_friction (μ_s, Bengisu's peak) must be at least friction (μ_k): "
+                                f"got {self.peak_friction!r} < {self.friction!r}")
 
     def normal(self, delta, rate):
         """F_N (N) at penetrations δ ≥ 0 (m) and penetration rates δ̇ (m/s)."""

@@ -142,9 +142,13 @@ class TrotGait(Schema, tag="trot", tag_field="kind"):
     start: NonNegative = 0.5                                   # s of standing first
 
 
+#: The test bed's slip when a scenario sets neither slip nor torque.
+DEFAULT_SLIP = 0.2
+
+
 class TestBedControl(Schema, tag="testbed", tag_field="kind"):
     speed: Positive = 0.05                                    # m/s, the carriage
-    slip: Annotated[float, Meta(ge=-1.0, lt=1.0)] = 0.2       # the wheel turns at −speed / ((1 − slip) r)
+    slip: Annotated[float, Meta(ge=-1.0, lt=1.0)] | None = None   # the wheel turns at −speed / ((1 − slip) r); default 0.2
     torque: Finite | None = None                              # N·m: drive at this torque instead (slip free)
 
 
@@ -276,7 +280,10 @@ def build(scenario: Scenario) -> Simulation:
 
     spec = checked(scenario)
     where = scenario.where
-    wrenches = load_model(spec.medium)
+    try:
+        wrenches = load_model(spec.medium)
+    except GranularError as exc:
+        raise GranularError(f"{where}: medium: {exc}") from None
     rolls = isinstance(spec.robot, (WheelRobot, RoverRobot))
     if rolls != wheels.is_wheel(wrenches.dataset):
         kind = type(spec.robot).__struct_config__.tag
@@ -383,7 +390,10 @@ def _wheel_controller(spec, mb, dt, where, robot_spec, contacts):
         if not isinstance(robot_spec, WheelRobot):
             raise GranularError(f"{where}: kind 'testbed' drives a single wheel (robot kind 'wheel')")
         body = mb.bodies[0]
-        return Carriage(spec.speed, spec.slip, radius, dt, body.mass, body.inertia, spec.torque)
+        if spec.slip is not None and spec.torque is not None:
+            raise GranularError(f"{where}: a test bed sets the slip or the torque, not both (the other is measured)")
+        slip = DEFAULT_SLIP if spec.slip is None else spec.slip
+        return Carriage(spec.speed, slip, radius, dt, body.mass, body.inertia, spec.torque)
     if not isinstance(robot_spec, RoverRobot):
         raise GranularError(f"{where}: kind 'drive' drives a rover's wheels (robot kind 'rover')")
     return Drive(spec.speed, radius, dt, mb.bodies[1].inertia, spec.max_torque, mb.ndof, spec.ramp, spec.torque)

@@ -74,7 +74,8 @@ def simulate_bed(scenario, slips, settle: float = 1.0, progress: bool = False) -
 
     rows = []
     for slip in tqdm(slips, desc="test bed", disable=None if progress else True):
-        spec = scenario.with_(control={**scenario.control, "slip": float(slip)})
+        control = {k: v for k, v in scenario.control.items() if k != "torque"}  # the slip is set here
+        spec = scenario.with_(control={**control, "slip": float(slip)})
         steps = scenarios.check_size(spec)
         sim = scenarios.build(spec)
         t, v, theta = np.empty(steps), np.empty((steps, 3)), np.empty((steps, 2))
