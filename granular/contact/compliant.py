@@ -122,16 +122,23 @@ def _plate(model: Compliant, theta, r_offset):
     return points, np.maximum(-(theta[:, :1] + s[None, :] * np.sin(phi)[:, None]), 0.0)
 
 
-def wrench(model: Compliant, theta, twist_r, r_offset, friction: bool = True) -> np.ndarray:
+def wrench(model: Compliant, theta, twist_r, r_offset) -> np.ndarray:
     """The medium's wrench (k, 3) on k feet in F_r (N, N, N·m about p_r), for configurations θ
-    (k, 2), twists of p_r (k, 3) in F_c and the feet's p_r offsets (k,); without the friction if
-    ``friction`` is False."""
+    (k, 2), twists of p_r (k, 3) in F_c and the feet's p_r offsets (k,)."""
+    normal, friction = _parts(model, theta, twist_r, r_offset)
+    return normal + friction
+
+
+def _parts(model: Compliant, theta, twist_r, r_offset):
+    """The wrench's normal-law part and friction part, (k, 3) each."""
     points, depth = _plate(model, theta, r_offset)
     v = point_velocity(np.asarray(twist_r, dtype=float).reshape(-1, 1, 3), points)
     fn = model.normal(depth, -v[..., 1]) * _SHARE
-    mu = model.friction_coefficient(v[..., 0]) if friction else np.zeros_like(fn)
-    f = np.stack([-mu * fn, fn], axis=-1)
-    return np.column_stack([f.sum(axis=1), cross2(points, f).sum(axis=1)])
+    zero = np.zeros_like(fn)
+    parts = []
+    for f in (np.stack([zero, fn], axis=-1), np.stack([-model.friction_coefficient(v[..., 0]) * fn, zero], axis=-1)):
+        parts.append(np.column_stack([f.sum(axis=1), cross2(points, f).sum(axis=1)]))
+    return parts
 
 
 def impulses(model: Compliant, qp, theta, r_offset, h: float) -> np.ndarray:
@@ -147,8 +154,9 @@ def impulses(model: Compliant, qp, theta, r_offset, h: float) -> np.ndarray:
     energy in unless the step is tiny (README, "Compliant contact models"). The held foot's
     impulse does no work (the slip it leaves is zero), so sticking never adds energy."""
     twist = (qp.Jt @ qp.v).reshape(-1, 3)
-    grip = h * wrench(model, theta, twist, r_offset, friction=False)
-    c = h * wrench(model, theta, twist, r_offset)
+    grip, friction = _parts(model, theta, twist, r_offset)
+    grip = h * grip
+    c = grip + h * friction
     load = grip[:, 1]
     k = len(load)
     # a unit force along x at p_center: its wrench about p_r, and the slip it works against

@@ -85,6 +85,7 @@ class SimModel:
         if not 0 < self.kinetic_friction <= ds.provenance["friction"]:
             raise GranularError(f"kinetic_friction must be in (0, {ds.provenance['friction']}], the floor's "
                                 f"static friction; got {self.kinetic_friction!r}")
+        object.__setattr__(self, "_kinetic_ratio", self.kinetic_friction / ds.provenance["friction"])
 
 
 @dataclass
@@ -156,8 +157,7 @@ def step(model: SimModel, state: State, u, solver, index: int = 0):
         A, b, rows, points = np.zeros((0, 3 * len(on))), np.zeros(0), np.zeros(1, dtype=int), None
     qp = contact_qp(model, state, u, frames, on, M, k, A, b, rows)
     if model.kinetic_friction is not None and len(on):
-        qp = replace(qp, A=kinetic(qp, model.feet.r_offset[on], frames.theta[on], rows,
-                                   model.kinetic_friction / model.wrenches.dataset.provenance["friction"]))
+        qp = replace(qp, A=kinetic(qp, model.feet.r_offset[on], frames.theta[on], rows, model._kinetic_ratio))
     fallback = False
     if not len(on):
         v_next = qp.v_free
