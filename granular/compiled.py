@@ -51,6 +51,7 @@ MODULES = (
     "contact/flow.py",
     "wrench/flow.py",
     "learning/linear.py",
+    "simulation/fused.py",
 )
 NAME = "granular_kernels"
 BUILD_TIMEOUT_S = 1800
@@ -116,8 +117,15 @@ def _guarded(compiled, fn, arg_types):
     namespace = {"ndarray": np.ndarray, "compiled": compiled, "coerced": _coerced, "specs": specs}
     exec(source, namespace)
     guarded = namespace[fn.__name__]
-    guarded.__doc__, guarded.__wrapped__ = fn.__doc__, fn
+    guarded.__doc__, guarded.__wrapped__, guarded.unchecked = fn.__doc__, fn, compiled
     return guarded
+
+
+def unchecked(fn):
+    """A kernel without the check of its arguments, for a hot loop that prepared them itself
+    (each one of the declared dtype, dimensions and layout: nothing is converted, and a wrong
+    array is read as raw memory). Just in time, the dispatcher itself (it checks its types)."""
+    return getattr(fn, "unchecked", fn)
 
 
 def _coerced(name, args, specs):

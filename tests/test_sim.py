@@ -7,7 +7,7 @@ from granular.scenarios import scenario as scenarios
 
 from granular.dynamics import terrain
 from granular.contact.detection import FootContact, Feet, detect
-from granular.contact.qp import (ContactQP, CvxpySolver, DaqpSolver, OsqpSolver, QuadprogSolver, SolverError,
+from granular.contact.qp import (ContactQP, CvxpySolver, DaqpSolver, NativeSolver, OsqpSolver, QuadprogSolver, SolverError,
                                  TREE_MIN_DOFS, one_branch, reduce_qp, stack_blocks)
 from granular.errors import GranularError
 from granular.learning.catalog import load_model
@@ -187,7 +187,7 @@ def test_solvers_agree_with_the_reference(representation):
         qp = random_qp(rng, model, feet=1 + trial % 3, representation=representation)
         ref = CvxpySolver().solve(qp)
         scale = max(np.abs(ref).max(), 1e-9)
-        for solver in (DaqpSolver(), QuadprogSolver(), OsqpSolver()):
+        for solver in (DaqpSolver(), QuadprogSolver(), OsqpSolver(), NativeSolver()):
             c = solver.solve(qp)
             assert np.abs(c - ref).max() <= 1e-6 * scale, (solver.name, trial)
         A, ub = qp.stacked_constraints()
@@ -201,7 +201,7 @@ def test_dense_solvers_stay_exact_whatever_working_set_the_last_step_left():
     reference's, and a QP whose answer binds nothing is solved with no constraint at all."""
     rng = np.random.default_rng(11)
     model = wrench_model()
-    solvers = (DaqpSolver(), QuadprogSolver())
+    solvers = (DaqpSolver(), QuadprogSolver(), NativeSolver())
     bound = 0
     for trial in range(16):
         qp = random_qp(rng, model, feet=2, representation="fixed")
@@ -228,7 +228,7 @@ def test_dense_solvers_solve_a_subproblem_that_binds_nothing():
     L = rng.normal(size=(6, 6))
     P, g = L @ L.T + np.eye(6), rng.normal(size=6)
     A, ub, rows = stack_blocks([rng.normal(size=(8, 3))] * 2, [np.full(8, 1e3)] * 2)
-    for solver in (DaqpSolver(), QuadprogSolver()):
+    for solver in (DaqpSolver(), QuadprogSolver(), NativeSolver()):
         np.testing.assert_allclose(solver.solve(Restricted(P, g, A, ub, rows)), np.linalg.solve(P, -g), rtol=1e-9)
 
 

@@ -651,7 +651,7 @@ def build_parser():
     r.add_argument("--medium", help="sand, pebbles, or a trained model file (.h5)")
     r.add_argument("--duration", type=_number(0, 1e4, low_open=True), help="simulated time (s)")
     r.add_argument("--dt", type=_number(1e-5, 0.05), help="time step (s), 1e-5 to 0.05")
-    r.add_argument("--solver", choices=["daqp", "quadprog", "osqp", "cvxpy"], help="contact QP solver (default: daqp)")
+    r.add_argument("--solver", choices=["native", "daqp", "quadprog", "osqp", "cvxpy"], help="contact QP solver (default: native)")
     r.add_argument("--representation", choices=["fixed", "exact"], help="polytope representation of W(θ)")
     r.add_argument("--contact", choices=["max-dissipation", "data-flow", *COMPLIANT_LAWS],
                    help="contact law: the hull's maximum dissipation (paper), the data's own flow rule, or a "

@@ -49,7 +49,8 @@ except ModuleNotFoundError as exc:  # only a missing gymnasium; a broken install
 from granular.contact.detection import detect
 from granular.contact.qp import make_solver
 from granular.scenarios import scenario as scenarios
-from granular.scenarios.control import Hold, JointPD
+from granular.scenarios.control import JointPD
+from granular.simulation.fused import CONSTANT, JointControl
 from granular.scenarios.robots import JOINTS, LIMBS
 from granular.simulation.simulation import Simulation
 from granular.simulation.step import State
@@ -75,6 +76,7 @@ class _TargetTracker:
     def __init__(self, robot, goal):
         self.goal = goal
         self.pd = JointPD(robot, self._targets)
+        self.limits = np.vstack(self.pd._joints)
         self.inv_limit = 1.0 / robot.max_torque[3:]
         self.effort = 0.0
 
@@ -83,6 +85,13 @@ class _TargetTracker:
 
     def initial_memory(self):
         return None
+
+    def joint_control(self) -> JointControl:
+        """The fused step's form of this controller: the PD towards the goal, the effort summed here."""
+        return JointControl(CONSTANT, self.limits, self.goal, effort=self._spend)
+
+    def _spend(self, effort):
+        self.effort += effort
 
     def __call__(self, t, q, v, memory):
         u, memory = self.pd(t, q, v, memory)

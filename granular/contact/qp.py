@@ -347,6 +347,245 @@ def strictly_convex(P):
     return out
 
 
+#: The native solver's violation tolerance, × the largest bound (as the dense solvers' working set).
+NATIVE_TOLERANCE = 1e-9
+#: The smallest ratio of the Cholesky factor's diagonal entries (about √ of H's inverse condition
+#: number) the native solver works with; below it, DAQP solves the step.
+CONDITION = 1e-4
+
+
+@kernel("f8[:, ::1], f8[::1], f8[:, ::1], f8[::1], i8[::1], f8, i8[::1], i8")
+def dual_active_set(H, g, A, ub, rows, tol, active, count):
+    """min ½ xᵀ H x + gᵀ x subject to A x ≤ ub, for H positive definite and A block-diagonal by feet
+    (foot f's facets rows[f]:rows[f + 1] act on x[3f:3f + 3] alone): the dual active-set method of
+    Goldfarb & Idnani (1983), the method quadprog implements. From the minimiser over an active set
+    with non-negative multipliers it adds the most violated constraint until none is violated by
+    more than ``tol``, keeping the multipliers non-negative on the way (a constraint whose
+    multiplier would turn negative leaves the set), so the answer is the QP's own.
+
+    Warm start: ``active[:count]`` (say, the last step's set) is taken as the first active set,
+    less the constraints that are out of range, dependent on the others or whose multipliers come
+    out negative (a dual active-set method may start from any set with non-negative multipliers).
+    The set is at most len(x) constraints, so its QR factorisation (of L⁻¹ N, H = L Lᵀ) is rebuilt
+    rather than updated. On return ``active[:size]`` is the final set. Returns (x, status, size):
+    status ≥ 0 the iterations taken; −1 an infeasible step (impossible when x = 0 is feasible),
+    −2 the iteration limit (cycling on a degenerate vertex), −3 H too ill-conditioned to trust
+    L⁻¹ (more impulses than the degrees of freedom they move, as a rover's wheels: P is singular
+    but for its ridge)."""
+    n = len(g)
+    L = np.linalg.cholesky(H)
+    lo, hi = np.inf, 0.0
+    for i in range(n):
+        lo, hi = min(lo, L[i, i]), max(hi, L[i, i])
+    if lo < CONDITION * hi:
+        return np.zeros(n), -3, 0
+    gt = _forward(L, g)                  # L⁻¹ g
+    Nt = np.empty((n, n))                # L⁻¹ a_j of the active constraints, one per row
+    Q, R = np.empty((n, n)), np.empty((n, n))
+    u, proj, rr = np.zeros(n), np.empty(n), np.empty(n)
+    a, at, resid = np.empty(n), np.empty(n), np.empty(n)
+    na = _warm_start(A, ub, rows, L, active, count, Nt, Q, R, gt, u, proj, rr)
+    x = np.empty(n)
+    _minimiser(L, gt, Nt, u, na, resid, x)
+    for it in range(4 * (len(ub) + n) + 10):
+        p, s = _most_violated(A, x, ub, rows, tol)
+        if p < 0:
+            return x, it, na
+        f = _constraint_row(A, rows, p, a)
+        _forward_into(L, a, at)
+        up = 0.0
+        while True:
+            _qr(Nt, na, Q, R)
+            _project(Q, R, na, at, proj, rr, resid)
+            t1, drop = np.inf, -1
+            for j in range(na):
+                if rr[j] > 1e-12 and u[j] / rr[j] < t1:
+                    t1, drop = u[j] / rr[j], j
+            az = _vdot(resid, resid, n)
+            t2 = s / az if az > 1e-14 * _vdot(at, at, n) else np.inf
+            if t1 == np.inf and t2 == np.inf:
+                return x, -1, na
+            step = min(t1, t2)
+            z = _backward(L, resid)
+            for i in range(n):
+                x[i] -= step * z[i]
+            for j in range(na):
+                u[j] -= step * rr[j]
+            up += step
+            if t2 <= t1:
+                Nt[na], active[na], u[na] = at, p, up
+                na += 1
+                break
+            _remove(Nt, active, u, drop, na)
+            na -= 1
+            s = -ub[p]
+            for c in range(3):
+                s += A[p, 3 * f + c] * x[3 * f + c]
+    return x, -2, na
+
+
+@kernel()
+def _warm_start(A, ub, rows, L, active, count, Nt, Q, R, gt, u, proj, rr):
+    """The guessed active set made a valid start: each constraint in range and independent of those
+    kept before it, then the one with the most negative multiplier dropped until none is negative.
+    Multipliers of the minimiser over the set (N x = ub_N): u = −(RᵀR)⁻¹ (ub_N + Ñᵀ L⁻¹ g)."""
+    n = len(gt)
+    a, at = np.empty(n), np.empty(n)
+    na = 0
+    for j in range(min(count, n)):
+        p = active[j]
+        if p < 0 or p >= len(ub):
+            continue
+        _constraint_row(A, rows, p, a)
+        _forward_into(L, a, at)
+        Nt[na], active[na] = at, p
+        _qr(Nt, na + 1, Q, R)
+        if R[na, na] > 1e-9 * np.sqrt(_vdot(at, at, n)):
+            na += 1
+    while na > 0:
+        _qr(Nt, na, Q, R)
+        for j in range(na):   # rhs = −(ub_N + Ñᵀ gt); solve Rᵀ y = rhs, then R u = y
+            acc = -(ub[active[j]] + _vdot(Nt[j], gt, n))
+            for k in range(j):
+                acc -= R[k, j] * proj[k]
+            proj[j] = acc / R[j, j]
+        for j in range(na - 1, -1, -1):
+            acc = proj[j]
+            for k in range(j + 1, na):
+                acc -= R[j, k] * u[k]
+            u[j] = acc / R[j, j]
+        worst, drop = 0.0, -1
+        for j in range(na):
+            if u[j] < worst:
+                worst, drop = u[j], j
+        if drop < 0:
+            break
+        _remove(Nt, active, u, drop, na)
+        na -= 1
+    for j in range(na, n):
+        u[j] = 0.0
+    return na
+
+
+@kernel()
+def _minimiser(L, gt, Nt, u, na, work, x):
+    """x ← −L⁻ᵀ (L⁻¹ g + Ñ u): the minimiser for the active set's multipliers u."""
+    n = len(gt)
+    for i in range(n):
+        work[i] = gt[i]
+    for j in range(na):
+        for i in range(n):
+            work[i] += u[j] * Nt[j, i]
+    y = _backward(L, work)
+    for i in range(n):
+        x[i] = -y[i]
+
+
+@kernel()
+def _project(Q, R, na, at, proj, rr, resid):
+    """Split ã = L⁻¹ a over the active set's span: rr = R⁻¹ Qᵀ ã (the multipliers' rates) and
+    resid = ã − Q Qᵀ ã (the part that moves x)."""
+    n = len(at)
+    for i in range(n):
+        resid[i] = at[i]
+    for j in range(na):
+        proj[j] = _vdot(Q[j], at, n)
+        for i in range(n):
+            resid[i] -= proj[j] * Q[j, i]
+    for j in range(na - 1, -1, -1):
+        acc = proj[j]
+        for k in range(j + 1, na):
+            acc -= R[j, k] * rr[k]
+        rr[j] = acc / R[j, j]
+
+
+@kernel()
+def _remove(Nt, active, u, drop, na):
+    for j in range(drop, na - 1):
+        Nt[j], active[j], u[j] = Nt[j + 1], active[j + 1], u[j + 1]
+    u[na - 1] = 0.0
+
+
+@kernel()
+def _most_violated(A, x, ub, rows, tol):
+    """The constraint of A x ≤ ub violated the most beyond ``tol`` and its violation; (−1, 0) if none."""
+    best, worst = -1, tol
+    for f in range(len(rows) - 1):
+        j = 3 * f
+        for r in range(rows[f], rows[f + 1]):
+            s = A[r, j] * x[j] + A[r, j + 1] * x[j + 1] + A[r, j + 2] * x[j + 2] - ub[r]
+            if s > worst:
+                best, worst = r, s
+    return best, (worst if best >= 0 else 0.0)
+
+
+@kernel()
+def _constraint_row(A, rows, r, out):
+    """out ← constraint r's row of the block-diagonal A (dense); returns its foot."""
+    f = 0
+    while rows[f + 1] <= r:
+        f += 1
+    out[:] = 0.0
+    for c in range(3):
+        out[3 * f + c] = A[r, 3 * f + c]
+    return f
+
+
+@kernel()
+def _vdot(a, b, n):
+    acc = 0.0
+    for i in range(n):
+        acc += a[i] * b[i]
+    return acc
+
+
+@kernel()
+def _forward_into(L, b, y):
+    """y ← L⁻¹ b for lower-triangular L."""
+    for i in range(len(b)):
+        acc = b[i]
+        for k in range(i):
+            acc -= L[i, k] * y[k]
+        y[i] = acc / L[i, i]
+
+
+@kernel()
+def _forward(L, b):
+    y = np.empty(len(b))
+    _forward_into(L, b, y)
+    return y
+
+
+@kernel()
+def _backward(L, y):
+    """L⁻ᵀ y for lower-triangular L."""
+    n = len(y)
+    x = np.empty(n)
+    for i in range(n - 1, -1, -1):
+        acc = y[i]
+        for k in range(i + 1, n):
+            acc -= L[k, i] * x[k]
+        x[i] = acc / L[i, i]
+    return x
+
+
+@kernel()
+def _qr(N, k, Q, R):
+    """Q R = N by modified Gram–Schmidt for the vectors N[:k] (rows, as Q's: contiguous)."""
+    n = N.shape[1]
+    for j in range(k):
+        for i in range(n):
+            Q[j, i] = N[j, i]
+        for i in range(j):
+            R[i, j] = _vdot(Q[i], Q[j], n)
+            for c in range(n):
+                Q[j, c] -= R[i, j] * Q[i, c]
+        R[j, j] = np.sqrt(_vdot(Q[j], Q[j], n))
+        if R[j, j] > 0.0:
+            for c in range(n):
+                Q[j, c] /= R[j, j]
+
+
 class CvxpySolver:
     """Eq. (2) as written in the paper (in v⁺ and c), solved by Clarabel: the readable reference."""
 
@@ -515,8 +754,7 @@ class QuadprogSolver(_DenseSolver):
 
 
 class DaqpSolver(_DenseSolver):
-    """Dense dual active set (DAQP) on the reduced form: the fastest on these small QPs
-    (``granular bench``), so the default."""
+    """Dense dual active set (DAQP) on the reduced form, over a working set."""
 
     name = "daqp"
     #: DAQP's exit flags for cycling and the iteration limit, which a degenerate vertex causes (the
@@ -548,7 +786,37 @@ class DaqpSolver(_DenseSolver):
         return QuadprogSolver()._subset
 
 
-SOLVERS = {cls.name: cls for cls in (CvxpySolver, OsqpSolver, QuadprogSolver, DaqpSolver)}
+class NativeSolver:
+    """The dual active-set method compiled with the step's kernels (:func:`dual_active_set`), on the
+    reduced form over all constraints, warm started from the last step's active set. With it a
+    quadruped's whole step runs as one compiled call (:mod:`granular.simulation.fused`). Where the
+    method cannot be trusted (P nearly singular) or cycles on a degenerate vertex, DAQP solves that
+    step (and quadprog where DAQP cycles)."""
+
+    name = "native"
+
+    def __init__(self):
+        self._active, self._count = np.zeros(0, dtype=np.int64), 0  # the last step's active set
+
+    def solve(self, qp: ContactQP):
+        P, g = qp.reduced
+        tol = NATIVE_TOLERANCE * max(np.abs(qp.ub).max(), 1e-12) if len(qp.ub) else 0.0
+        if len(self._active) != len(g):
+            self._active, self._count = np.zeros(len(g), dtype=np.int64), 0
+        x, status, self._count = dual_active_set(strictly_convex(P), g, qp.A, qp.ub, qp.rows, tol, self._active,
+                                                 self._count)
+        if status >= 0:
+            return x
+        self._count = 0
+        log.debug("native QP status %d on %d constraints: solved by DAQP instead", status, len(qp.ub))
+        return self._fallback.solve(qp)
+
+    @cached_property
+    def _fallback(self):
+        return DaqpSolver()
+
+
+SOLVERS = {cls.name: cls for cls in (CvxpySolver, OsqpSolver, QuadprogSolver, DaqpSolver, NativeSolver)}
 
 
 def make_solver(name: str):

@@ -13,6 +13,8 @@ from functools import cached_property
 import numpy as np
 
 from granular.errors import GranularError
+from granular.scenarios.robots import LIMB_INDEX, LIMBS
+from granular.simulation.fused import CONSTANT, KEYFRAMES, TROT, JointControl
 
 
 @dataclass(frozen=True)
@@ -131,6 +133,31 @@ class JointPD:
         """The robot's joint limits, gains and torque limits on the joint dofs, sliced once."""
         r = self.robot
         return r.lower[3:], r.upper[3:], r.kp[3:], r.kd[3:], r.max_torque[3:]
+
+    def joint_control(self) -> JointControl | None:
+        """This controller as plain data for the fused step (:mod:`granular.simulation.fused`), or
+        None for targets it does not know (a function of its own)."""
+        return self._joint_control
+
+    @cached_property
+    def _joint_control(self):
+        gait, limits = self.targets, np.vstack(self._joints)
+        if isinstance(gait, Hold):
+            return JointControl(CONSTANT, limits, gait(0.0))
+        if not isinstance(gait, (Trot, Keyframes)):
+            return None
+        r = gait.robot
+        shape = dict(geometry=np.array([r.thigh, r.shank, r.hip_x]), sides=np.array([side for _, side in LIMBS]),
+                     columns=np.array(r._joint_columns, dtype=np.int64))
+        if isinstance(gait, Trot):
+            return JointControl(TROT, limits, np.zeros(len(limits[0])),
+                                trot=np.array([gait.period, gait.step, gait.lift, gait.z, gait.start]), **shape)
+        given = np.array([limb in gait._limbs for limb, _ in LIMBS], dtype=np.int64)
+        xz = np.zeros((len(gait.times), 4, 2))
+        for j, limb in enumerate(gait._limbs):
+            xz[:, LIMB_INDEX[limb]] = gait._xz[:, j]
+        return JointControl(KEYFRAMES, limits, np.zeros(len(limits[0])), times=np.array(gait.times, dtype=float),
+                            xz=xz.reshape(len(gait.times), 8), limbs=given, **shape)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from granular.simulation import fused
 from granular.simulation.step import SimModel, State, StepInfo, step
 
 
@@ -28,17 +29,46 @@ class Simulation:
     steps: int = 0
     info: StepInfo | None = None
 
+    #: ((model, solver), (their fused arrays, the QP's warm start)), or (…, None) where they do not fuse
+    _fused: tuple = field(default=(None, None), init=False, repr=False)
+
     def __post_init__(self):
         if self.memory is None:
             self.memory = self.controller.initial_memory()
 
     def advance(self, n: int = 1) -> StepInfo | None:
-        """Step ``n`` times; the last step's contact information."""
+        """Step ``n`` times; the last step's contact information. Where the model, the solver and
+        the controller allow, the steps run fused, as one compiled call (:mod:`.fused`)."""
+        control = self._joint_control()
+        while n > 0 and control is not None:
+            t, q, v, info, done = fused.advance(self.model, *self._fused[1], control, self.state, n)
+            if done:
+                self.state = State(t, q, v, self.state.holder)
+                self.steps += done
+            if done == n:
+                self.info = StepInfo(*info)
+                return self.info
+            n -= done + 1
+            self._stage_step()  # the native QP failed (a degenerate vertex): this step by stages
         for _ in range(n):
-            u, self.memory = self.controller(self.state.t, self.state.q, self.state.v, self.memory)
-            self.state, self.info = step(self.model, self.state, u, self.solver, self.steps)
-            self.steps += 1
+            self._stage_step()
         return self.info
+
+    def _stage_step(self):
+        u, self.memory = self.controller(self.state.t, self.state.q, self.state.v, self.memory)
+        self.state, self.info = step(self.model, self.state, u, self.solver, self.steps)
+        self.steps += 1
+
+    def _joint_control(self):
+        """The controller's fused form where the model and solver can be fused, else None."""
+        key = self._fused[0]
+        if key is None or key[0] is not self.model or key[1] is not self.solver:
+            arrays = fused.plan(self.model, self.solver)
+            self._fused = ((self.model, self.solver), None if arrays is None else (arrays, fused.workspace(self.model)))
+        if self._fused[1] is None:
+            return None
+        offer = getattr(self.controller, "joint_control", None)
+        return offer() if offer is not None else None
 
     def rollout(self, steps: int, callbacks=(), progress: str | None = None):
         """Step ``steps`` times, calling ``callback(self)`` after each step; with ``progress``

@@ -1,0 +1,313 @@
+"""The fused step: controller, detection, W(θ), the contact QP and the integration in one compiled
+call (issue 12), for the common case of a legged robot under joint position control.
+
+:func:`granular.simulation.step.step` runs each stage as its own compiled kernel with Python
+between them (a quadruped step: ~150 µs, of which the numerics are about a third). Here the
+kernels are called from one kernel, :func:`fused_steps`, that steps ``steps`` times, so a call
+costs its numerics plus one crossing from Python. It computes exactly what ``step`` computes for
+a model with fixed normals, the maximum-dissipation law, a single-group RBF model of W(θ) and a
+controller of the :class:`JointControl` kind, with :class:`~granular.contact.qp.NativeSolver` as
+the QP solver (``tests/test_fused.py`` compares the two). :func:`plan` says whether a model
+qualifies; the :class:`~granular.simulation.simulation.Simulation` loop takes this path where it
+does and the solver is ``native``, and the per-stage path otherwise.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from granular.compiled import kernel, unchecked
+from granular.contact.detection import _detect
+from granular.contact.qp import NATIVE_TOLERANCE, dual_active_set, reduce_qp, strictly_convex
+from granular.dynamics.multibody import _dynamics, _frames
+from granular.learning.linear import support_of_mirror_average
+
+log = logging.getLogger(__name__)
+
+#: JointControl kinds: targets held constant, a trot, keyframes of ankle positions.
+CONSTANT, TROT, KEYFRAMES = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class JointControl:
+    """A joint PD towards targets that compiled code can compute: the plain-data form of
+    :class:`~granular.scenarios.control.JointPD` (a controller offers it as ``joint_control()``).
+
+    ``limits`` (5, nj): joint lower and upper limits, kp, kd and torque limits. ``kind``:
+    CONSTANT holds ``goal`` (nj,); TROT is :class:`~granular.scenarios.control.Trot` with
+    ``trot`` = (period, step, lift, z, start); KEYFRAMES interpolates ankle positions ``xz``
+    (T, 8: x, z per limb) over ``times`` (T,) for the limbs in ``limbs`` (4,: 1 given, 0 not).
+    Both gaits turn ankle positions into joints as ``Quadruped.pose`` does, with ``geometry`` =
+    (thigh, shank, hip_x), ``sides`` (4,) and ``columns`` (4, 3), each limb's joints in q[3:].
+    ``effort``: called with Σ over the steps of mean (torque / limit)², or None."""
+
+    kind: int
+    limits: np.ndarray
+    goal: np.ndarray
+    trot: np.ndarray = field(default_factory=lambda: np.zeros(5))
+    times: np.ndarray = field(default_factory=lambda: np.zeros(1))
+    xz: np.ndarray = field(default_factory=lambda: np.zeros((1, 8)))
+    limbs: np.ndarray = field(default_factory=lambda: np.zeros(4, dtype=np.int64))
+    geometry: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    sides: np.ndarray = field(default_factory=lambda: np.zeros(4))
+    columns: np.ndarray = field(default_factory=lambda: np.zeros((4, 3), dtype=np.int64))
+    effort: object = None
+
+    def __post_init__(self):
+        f8 = lambda a: np.ascontiguousarray(a, dtype=np.float64)  # noqa: E731
+        i8 = lambda a: np.ascontiguousarray(a, dtype=np.int64)  # noqa: E731
+        # as fused_steps declares them, converted once
+        object.__setattr__(self, "arrays", (int(self.kind), f8(self.limits), f8(self.goal), f8(self.trot),
+                                            f8(self.times), f8(self.xz), i8(self.limbs), f8(self.geometry),
+                                            f8(self.sides), i8(self.columns)))
+
+
+def plan(model, solver) -> tuple | None:
+    """The model's arrays for :func:`fused_steps`, or None where the step must run stage by stage
+    (another solver, representation or contact law, the walker's swing rule, kinetic friction, a
+    W(θ) that is not one RBF group)."""
+    wm = model.wrenches
+    if (getattr(solver, "name", None) != "native" or model.representation != "fixed"
+            or model.contact_law != "max-dissipation" or model.compliant is not None
+            or model.leading_foot is not None or model.kinetic_friction is not None or wm._linear is None):
+        return None
+    mb, feet, f8 = model.multibody, model.feet, np.float64
+    centers, c2, rbf, degree, coef = wm._linear
+    dofs, starts = mb.branches
+    return (mb.parent, np.ascontiguousarray(mb.joint, f8), mb.offset, mb.chain, mb.com, mb.mass, mb.inertia,
+            float(mb.gravity), dofs, starts,
+            feet.bodies.astype(np.int64), feet.points, feet.axis, feet.roll_radius, feet.r_offset,
+            np.ascontiguousarray(feet.grain_mass.ravel()),
+            *model.terrain.arrays,
+            np.ascontiguousarray(model.A_fixed, f8), wm._lo, wm._hi, np.ascontiguousarray(wm.x_scale, f8),
+            int(wm.active[1]), centers, c2, int(rbf), int(degree), coef, float(wm.d_min))
+
+
+def advance(model, arrays, warm, control: JointControl, state, steps: int):
+    """Step ``state`` ``steps`` times, the QP warm started from ``warm`` (:func:`workspace`); (the
+    next state's t, q, v, the last step's StepInfo fields, the steps done). Fewer than ``steps`` are done only where the QP solver failed at the next one,
+    which the caller then steps stage by stage."""
+    N = len(model.contacts)
+    q, v = state.q.copy(), state.v.copy()
+    theta, wrench, flags, p_center = np.empty((N, 2)), np.empty((N, 3)), np.empty((N, 2), np.int64), np.empty((N, 2))
+    done, clamped, effort, t = unchecked(fused_steps)(q, v, float(state.t), steps, float(model.dt), *arrays,
+                                                      *control.arrays, theta, wrench, flags, p_center, warm)
+    if clamped:
+        model.wrenches._clamped()
+    if control.effort is not None:
+        control.effort(effort)
+    return t, q, v, (theta, flags[:, 0] == 1, wrench, flags[:, 1] == 1, p_center), done
+
+
+def workspace(model) -> np.ndarray:
+    """The QP's warm start that :func:`advance` carries: [size, active constraints…]."""
+    return np.zeros(3 * len(model.contacts) + 1, dtype=np.int64)
+
+
+_TYPES = ("f8[::1], f8[::1], f8, i8, f8",                                                     # state, steps, dt
+          "i8[::1], f8[:, ::1], f8[::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1], f8, i8[::1], i8[::1]",  # bodies
+          "i8[::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1], f8[::1]",                          # feet
+          "f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1]",                                # terrain
+          "f8[:, ::1], f8[::1], f8[::1], f8[::1], i8, f8[:, ::1], f8[::1], i8, i8, f8[:, ::1], f8",  # W(θ)
+          "i8, f8[:, ::1], f8[::1], f8[::1], f8[::1], f8[:, ::1], i8[::1], f8[::1], f8[::1], i8[:, ::1]",  # control
+          "f8[:, ::1], f8[:, ::1], i8[:, ::1], f8[:, ::1], i8[::1]")                            # the last step's
+
+
+@kernel(*_TYPES)
+def fused_steps(q, v, t, steps, dt,
+                parent, joint, offset, chain, com, mass, inertia, gravity, dofs, starts,
+                bodies, points, axis, roll, r_offset, grain_mass,
+                ta, tt, tn, tlo, thi,
+                A_fixed, lo, hi, x_scale, phi_active, centers, c2, rbf, degree, coef, d_min,
+                kind, limits, goal, trot, times, xz, limbs, geometry, sides, columns,
+                theta_out, wrench_out, flags_out, pc_out, warm):
+    """``steps`` steps of :func:`~granular.simulation.step.step` with the controller
+    :class:`JointControl` describes; q and v are advanced in place and the last step's per-foot
+    θ, wrench (F_r, N, N·m), (active, slipping) and p_center are written to the ``_out`` arrays;
+    ``warm`` (3N + 1,) carries the QP's active set from step to step and call to call.
+    Returns (steps done, whether W(θ) was clamped to the data, the controller's effort, t)."""
+    n, N = len(q), len(bodies)
+    grains = False
+    for i in range(len(grain_mass)):
+        grains = grains or grain_mass[i] != 0.0
+    clamped, effort = False, 0.0
+    u = np.zeros(n)
+    for s in range(steps):
+        effort += _joint_pd(t, q, v, u, kind, limits, goal, trot, times, xz, limbs, geometry, sides, columns)
+        angle, origin = _frames(q, parent, joint, offset)
+        theta, p_center, _, Jt, Jp = _detect(angle, origin, chain, bodies, points, axis, roll, r_offset,
+                                             ta, tt, tn, tlo, thi)
+        M, k = _dynamics(angle, origin, v, parent, com, mass, inertia, gravity)
+        impulse = dt * (k + u)
+        on = np.flatnonzero(theta[:, 0] < 0.0)
+        nc = len(on)
+        Jt_on, Jp_on, Mg = np.empty((3 * nc, n)), np.empty((3 * nc, n)), np.empty(3 * nc)
+        theta_on = np.empty((nc, 2))
+        for a in range(nc):
+            theta_on[a] = theta[on[a]]
+            for r in range(3):
+                Jt_on[3 * a + r] = Jt[on[a], r]
+                Jp_on[3 * a + r] = Jp[on[a], r]
+                Mg[3 * a + r] = grain_mass[3 * on[a] + r]
+        if nc == 0:  # nothing to solve: v⁺ = v_free
+            _free_flight(M, v, impulse)
+            if s == steps - 1:
+                _report(theta, p_center, on, np.zeros(0), np.zeros((0, 0)), np.zeros(0), np.zeros(1, np.int64), dt,
+                        theta_out, wrench_out, flags_out, pc_out)
+            t += dt
+            for i in range(n):
+                q[i] += dt * v[i]
+            continue
+        b, _, outside = support_of_mirror_average(theta_on, lo, hi, x_scale, phi_active, centers, c2, rbf, degree,
+                                                  coef, A_fixed)
+        clamped = clamped or outside
+        A, ub, rows = _stacked(A_fixed, b, theta_on, d_min, dt)
+        P, g, B, v_free, c_free = reduce_qp(M, Jt_on, Jp_on, Mg, v, impulse, dofs, starts)
+        c, ok = _solve(P, g, A, ub, rows, c_free, warm)
+        if ok and grains and _work(c, Jt_on, v_free, B) > 1e-10:  # step.WORK_TOLERANCE
+            P, g, B, v_free, c_free = reduce_qp(M, Jt_on, Jp_on, np.zeros(3 * nc), v, impulse, dofs, starts)
+            c, ok = _solve(P, g, A, ub, rows, c_free, warm)
+        if not ok:
+            return s, clamped, effort, t
+        v_next = v_free + B @ c
+        if s == steps - 1:
+            _report(theta, p_center, on, c, A, ub, rows, dt, theta_out, wrench_out, flags_out, pc_out)
+        t += dt
+        for i in range(n):
+            v[i] = v_next[i]
+            q[i] += dt * v_next[i]
+    return steps, clamped, effort, t
+
+
+@kernel()
+def _free_flight(M, v, impulse):
+    """v ← v + M⁻¹ impulse (no foot in contact; M⁻¹ formed as reduce_qp forms it)."""
+    v += np.linalg.inv(M) @ impulse
+
+
+@kernel()
+def _stacked(A_fixed, b, theta, d_min, dt):
+    """Block-diagonal (A, ub, rows) of the feet's W(θ), ub = h b, with b scaled past the deepest data
+    as :meth:`~granular.learning.model.WrenchSpaceModel.depth_factor` scales it."""
+    nc, K = b.shape[0], A_fixed.shape[0]
+    A = np.zeros((nc * K, 3 * nc))
+    ub = np.empty(nc * K)
+    rows = np.empty(nc + 1, dtype=np.int64)
+    for a in range(nc):
+        rows[a] = a * K
+        factor = max(1.0, theta[a, 0] / d_min)
+        for f in range(K):
+            for c in range(3):
+                A[a * K + f, 3 * a + c] = A_fixed[f, c]
+            ub[a * K + f] = dt * b[a, f] * factor
+    rows[nc] = nc * K
+    return A, ub, rows
+
+
+@kernel()
+def _solve(P, g, A, ub, rows, c_free, warm):
+    """The QP's impulses (as :class:`~granular.contact.qp.NativeSolver`) and whether it was solved;
+    ``warm`` = [size, the active set…] is the warm start, updated."""
+    if len(g) == 0:
+        return c_free, True
+    top = 1e-12
+    for r in range(len(ub)):
+        top = max(top, abs(ub[r]))
+    active = warm[1:1 + len(g)].copy()
+    c, status, size = dual_active_set(strictly_convex(P), g, A, ub, rows, NATIVE_TOLERANCE * top, active, warm[0])
+    warm[0] = size if status >= 0 else 0
+    warm[1:1 + len(g)] = active
+    return c, status >= 0
+
+
+@kernel()
+def _work(c, Jt, v_free, B):
+    """Work (J) the impulses c do on the bodies at the velocity they produce (ContactQP.work)."""
+    return c @ (Jt @ (v_free + B @ c))
+
+
+@kernel()
+def _report(theta, p_center, on, c, A, ub, rows, dt, theta_out, wrench_out, flags_out, pc_out):
+    """The StepInfo of a step: per foot θ, p_center, wrench = c / h, in contact, slipping (on ∂W:
+    max over its facets of A c − ub ≥ −10⁻⁶ × the largest bound, as step._learned)."""
+    theta_out[:] = theta
+    pc_out[:] = p_center
+    wrench_out[:] = 0.0
+    flags_out[:] = 0
+    top = 1e-12
+    for r in range(len(ub)):
+        top = max(top, ub[r])
+    for a in range(len(on)):
+        i = on[a]
+        flags_out[i, 0] = 1
+        slack = -np.inf
+        for r in range(rows[a], rows[a + 1]):
+            slack = max(slack, A[r, 3 * a] * c[3 * a] + A[r, 3 * a + 1] * c[3 * a + 1]
+                        + A[r, 3 * a + 2] * c[3 * a + 2] - ub[r])
+        flags_out[i, 1] = 1 if slack >= -1e-6 * top else 0
+        for r in range(3):
+            wrench_out[i, r] = c[3 * a + r] / dt
+
+
+@kernel()
+def _joint_pd(t, q, v, u, kind, limits, goal, trot, times, xz, limbs, geometry, sides, columns):
+    """u ← the joint PD's generalized forces (JointPD.__call__); returns mean (torque / limit)²."""
+    nj = len(q) - 3
+    target = goal.copy() if kind == CONSTANT else _gait_targets(t, q[2], kind, nj, trot, times, xz, limbs,
+                                                                geometry, sides, columns)
+    effort = 0.0
+    for j in range(nj):
+        aim = min(max(target[j], limits[0, j]), limits[1, j])
+        torque = limits[2, j] * (aim - q[3 + j]) - limits[3, j] * v[3 + j]
+        u[3 + j] = min(max(torque, -limits[4, j]), limits[4, j])
+        effort += (u[3 + j] / limits[4, j]) ** 2
+    return effort / nj
+
+
+@kernel()
+def _gait_targets(t, pitch, kind, nj, trot, times, xz, limbs, geometry, sides, columns):
+    """Joint targets of a trot (Trot.legs) or of keyframes (Keyframes.__call__), posed as
+    Quadruped.pose poses them."""
+    legs = np.zeros((4, 2))
+    given = limbs.copy()
+    if kind == TROT:
+        period, stride, lift, z, start = trot[0], trot[1], trot[2], trot[3], trot[4]
+        for i in range(4):
+            given[i] = 1
+            if t < start:
+                legs[i, 0], legs[i, 1] = 0.0, z
+                continue
+            shift = 0.0 if i == 0 or i == 3 else 0.5   # Trot.PAIRS over LIMBS' order
+            phase = ((t - start) / period + shift) % 1.0
+            if phase < 0.5:
+                s = phase / 0.5
+                legs[i, 0], legs[i, 1] = stride * (s - 0.5), z + lift * np.sin(np.pi * s)
+            else:
+                s = (phase - 0.5) / 0.5
+                legs[i, 0], legs[i, 1] = stride * (0.5 - s), z
+    else:
+        for i in range(4):
+            legs[i, 0] = np.interp(t, times, xz[:, 2 * i])
+            legs[i, 1] = np.interp(t, times, xz[:, 2 * i + 1])
+    return _pose(legs, given, pitch, nj, geometry, sides, columns)
+
+
+@kernel()
+def _pose(legs, given, pitch, nj, geometry, sides, columns):
+    """Quadruped.pose and leg_angles: joint angles that put each given limb's ankle at legs[i]."""
+    L1, L2, hip_x = geometry[0], geometry[1], geometry[2]
+    c, s = np.cos(pitch), np.sin(pitch)
+    out = np.zeros(nj)
+    for i in range(4):
+        if not given[i]:
+            continue
+        side = sides[i]
+        x, z = legs[i, 0], legs[i, 1] + side * hip_x * s
+        x, z = c * x + s * z, -s * x + c * z
+        cos_knee = min(max((x * x + z * z - L1 * L1 - L2 * L2) / (2 * L1 * L2), -1.0), 1.0)
+        knee = -side * np.arccos(cos_knee)
+        hip = np.arctan2(x, -z) - np.arctan2(L2 * np.sin(knee), L1 + L2 * np.cos(knee))
+        out[columns[i, 0]], out[columns[i, 1]], out[columns[i, 2]] = hip, knee, -(hip + knee) - pitch
+    return out

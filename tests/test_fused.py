@@ -1,0 +1,161 @@
+"""The fused step (granular/simulation/fused.py) and the native QP solver it calls: the same answers
+as the step stage by stage, and as quadprog, whatever the warm start."""
+import numpy as np
+import pytest
+import quadprog
+
+from granular.contact.qp import NATIVE_TOLERANCE, dual_active_set, stack_blocks, strictly_convex
+from granular.scenarios import scenario as scenarios
+from granular.simulation import fused
+from granular.simulation.simulation import Simulation
+
+
+def block_qp(rng, feet, zero_bounds=0.0):
+    """A random strictly convex QP with a block-diagonal A (up to 32 unit facets per foot); a share
+    ``zero_bounds`` of the bounds is zero, so that many facets meet at one vertex (degenerate)."""
+    n = 3 * feet
+    X = rng.normal(size=(n, n))
+    H = strictly_convex(X @ X.T + 0.05 * np.eye(n))
+    blocks = [rng.normal(size=(int(rng.integers(4, 33)), 3)) for _ in range(feet)]
+    blocks = [b / np.linalg.norm(b, axis=1, keepdims=True) for b in blocks]
+    bounds = [np.where(rng.random(len(b)) < zero_bounds, 0.0, rng.uniform(0.1, 1.0, len(b))) for b in blocks]
+    A, ub, rows = stack_blocks(blocks, bounds)
+    return H, rng.normal(size=n) * 10, A, ub, rows
+
+
+@pytest.mark.parametrize("zero_bounds", [0.0, 0.7])
+def test_the_native_solver_matches_quadprog_from_any_warm_start(zero_bounds):
+    """Cold, and warm from random (also out-of-range and repeated) constraint indices: a dual
+    active-set method may start from any set, once the set's negative multipliers are dropped."""
+    rng = np.random.default_rng(5)
+    bound = compared = 0
+    for trial in range(300):
+        H, g, A, ub, rows = block_qp(rng, int(rng.integers(1, 5)), zero_bounds)
+        try:
+            ref = quadprog.solve_qp(H, -g, -A.T, -ub)[0]
+        except ValueError:  # quadprog, too, can lose its way at a degenerate vertex
+            ref = None
+        n = len(g)
+        for warm, count in ((np.zeros(n, np.int64), 0), (rng.integers(-2, len(ub) + 2, n), n)):
+            x, status, size = dual_active_set(H, g, A, ub, rows, 1e-9, warm.copy(), count)
+            assert status >= 0, trial
+            assert_optimal(H, g, A, ub, x)
+            if ref is not None:
+                np.testing.assert_allclose(x, ref, atol=1e-7 * max(1.0, np.abs(ref).max()))
+                compared += 1
+        bound += size > 0
+    assert bound > 200, "most instances should bind constraints"
+    assert compared > 400
+
+
+def assert_optimal(H, g, A, ub, x):
+    """KKT: feasible, and −(H x + g) a non-negative combination of the tight constraints' normals."""
+    from scipy.optimize import nnls
+
+    assert np.all(A @ x - ub <= 1e-8)
+    tight = A @ x - ub >= -1e-8
+    grad = H @ x + g
+    residual = nnls(A[tight].T, -grad)[1] if tight.any() else np.linalg.norm(grad)
+    assert residual <= 1e-6 * max(1.0, np.linalg.norm(g))
+
+
+def test_the_native_solver_hands_an_ill_conditioned_qp_on():
+    """More impulses than the dofs they move (a rover's wheels): P is singular but for its ridge, and
+    the native solver says so rather than trusting L⁻¹ (NativeSolver then asks DAQP)."""
+    rng = np.random.default_rng(1)
+    B = rng.normal(size=(6, 9))
+    H = strictly_convex(B.T @ B)
+    A, ub, rows = stack_blocks([np.eye(3)] * 3, [np.ones(3)] * 3)
+    _, status, _ = dual_active_set(H, rng.normal(size=9), A, ub, rows, 1e-9, np.zeros(9, np.int64), 0)
+    assert status == -3
+
+
+def run(name, steps, stages, **overrides):
+    sim = scenarios.build(scenarios.load(name).with_(solver="native", **overrides))
+    infos = []
+    for _ in range(steps):
+        if stages:
+            sim._stage_step()
+        else:
+            sim.advance(1)
+        infos.append(sim.info)
+    return sim, infos
+
+
+@pytest.mark.parametrize("name, steps", [("quad-trot", 1500), ("quad-push", 1200), ("quad-slide", 800)])
+def test_the_fused_step_equals_the_step_by_stages(name, steps):
+    """Trot (gait), push (keyframes) and slide (a held pose): the whole run, state and contacts."""
+    a, info_a = run(name, steps, stages=False)
+    b, info_b = run(name, steps, stages=True)
+    assert a._joint_control() is not None, "the quadruped's scenarios fuse"
+    assert a.steps == b.steps == steps and a.state.t == pytest.approx(b.state.t, abs=1e-12)
+    np.testing.assert_allclose(a.state.q, b.state.q, atol=1e-9)
+    np.testing.assert_allclose(a.state.v, b.state.v, atol=1e-7)
+    for x, y in zip(info_a[-50:], info_b[-50:]):
+        np.testing.assert_allclose(x.theta, y.theta, atol=1e-9)
+        np.testing.assert_array_equal(x.active, y.active)
+        np.testing.assert_allclose(x.wrench, y.wrench, atol=1e-5 * max(1.0, np.abs(y.wrench).max()))
+        np.testing.assert_allclose(x.p_center, y.p_center, atol=1e-9)
+    assert sum(x.slipping.sum() for x in info_a) == pytest.approx(sum(y.slipping.sum() for y in info_b), rel=0.01)
+    assert np.any([x.active.any() for x in info_a]) and np.any([x.slipping.any() for x in info_a])
+
+
+def test_many_steps_in_one_call_equal_one_call_per_step():
+    a = scenarios.build(scenarios.load("quad-trot").with_(solver="native"))
+    b = scenarios.build(scenarios.load("quad-trot").with_(solver="native"))
+    a.advance(700)
+    for _ in range(700):
+        b.advance(1)
+    np.testing.assert_array_equal(a.state.q, b.state.q)
+    np.testing.assert_array_equal(a.info.wrench, b.info.wrench)
+
+
+@pytest.mark.parametrize("overrides", [dict(solver="daqp"), dict(contact="data-flow"), dict(representation="exact")])
+def test_what_does_not_fuse_steps_by_stages(overrides):
+    sim = scenarios.build(scenarios.load("quad-trot").with_(**{"solver": "native", **overrides}))
+    assert sim._joint_control() is None
+
+
+def test_a_controller_without_a_fused_form_steps_by_stages():
+    sim = scenarios.build(scenarios.load("drop-upright").with_(solver="native"))
+    assert sim._joint_control() is None
+    sim.advance(10)
+    assert sim.steps == 10
+
+
+def test_a_step_the_native_solver_cannot_take_is_stepped_by_stages(monkeypatch):
+    """Where the fused call stops early (its QP failed), the loop takes that step by stages and
+    fuses the rest: the run equals the one that never stopped."""
+    ref = scenarios.build(scenarios.load("quad-trot").with_(solver="native"))
+    ref.advance(600)
+    sim = scenarios.build(scenarios.load("quad-trot").with_(solver="native"))
+    real, calls = fused.advance, []
+
+    def stops_once(model, arrays, warm, control, state, steps):
+        calls.append(steps)
+        return real(model, arrays, warm, control, state, min(steps, 250) if len(calls) == 1 else steps)[:4] + (
+            (250,) if len(calls) == 1 else (steps,))
+
+    monkeypatch.setattr(fused, "advance", stops_once)
+    sim.advance(600)
+    assert calls == [600, 349] and sim.steps == 600
+    np.testing.assert_allclose(sim.state.q, ref.state.q, atol=1e-9)
+
+
+def test_the_simulation_notices_a_new_controller():
+    """Validation replaces a simulation's controller: the new one decides whether steps fuse."""
+    sim = scenarios.build(scenarios.load("quad-trot").with_(solver="native"))
+    assert sim._joint_control() is not None
+
+    class Still:
+        def initial_memory(self):
+            return None
+
+        def __call__(self, t, q, v, memory):
+            return np.zeros(len(q)), memory
+
+    sim.controller = Still()
+    assert sim._joint_control() is None
+    assert isinstance(sim, Simulation)
+    sim.advance(5)
+    assert sim.steps == 5
