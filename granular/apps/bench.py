@@ -95,7 +95,9 @@ def stages(scenario: str = "quad-trot", steps: int = 2000, settle: int = 1100) -
 
 
 REFERENCE = "cvxpy/exact"
-CONFIGS = ("daqp/fixed", "daqp/fixed/data-flow", "daqp/exact", "quadprog/fixed", "quadprog/exact", "osqp/fixed",
+#: The path every step took before the fused step (issue 12): stage by stage, DAQP.
+TODAY = "daqp/fixed"
+CONFIGS = ("native/fixed", "daqp/fixed", "native/fixed/data-flow", "daqp/fixed/data-flow", "daqp/exact", "quadprog/fixed", "quadprog/exact", "osqp/fixed",
            "osqp/exact", "cvxpy/fixed", "cvxpy/exact")
 
 
@@ -118,15 +120,17 @@ PAPER_S_PER_FRAME = 0.343
 
 def scene(scenario: str, steps: int, warmup: int, configs=CONFIGS, paper: bool = False) -> dict:
     """Median µs per step for each solver/representation[/contact law], the speed-up over the
-    reference and, with ``paper``, the speed-up over the paper's 0.343 s per frame."""
+    reference and over today's path (:data:`TODAY`) and, with ``paper``, over the paper's 0.343 s
+    per frame. ``native/fixed`` is the fused step where the scene's controller allows it."""
     out = {}
     for config in configs:
         solver, representation, *law = config.split("/")
         times = scene_steps(scenario, solver, representation, steps, warmup, *law)
         out[config] = {"us_per_step": float(np.median(times) * 1e6), "mean_us_per_step": float(np.mean(times) * 1e6)}
-    ref = out[REFERENCE]["us_per_step"]
+    ref, today = out[REFERENCE]["us_per_step"], out[TODAY]["us_per_step"]
     for row in out.values():
         row["speedup_vs_reference"] = ref / row["us_per_step"]
+        row["speedup_vs_today"] = today / row["us_per_step"]
         if paper:
             row["speedup_vs_paper"] = PAPER_S_PER_FRAME * 1e6 / row["us_per_step"]
     return out
@@ -269,14 +273,14 @@ def print_table(results: dict):
 def batch(sizes=(1, 16, 256, 1024), steps: int = 100, workers: int | None = None, seed: int = 0) -> dict:
     """Simulator throughput of the quadruped vector environment (quad-trot on sand and pebbles,
     random joint targets): robot-steps (robots × 1 ms simulator steps) per second for each batch
-    size, against 16 robots stepped one after another in this process (today's path), measured in
-    the same run. Every size runs the same ``steps`` env steps (1 s of simulated time at the 10 ms
+    size, against 16 robots stepped one after another in this process by the stage-by-stage step
+    with DAQP (today's path), measured in the same run. Every size runs the same ``steps`` env steps (1 s of simulated time at the 10 ms
     control period), so each robot goes through the same phases of its episodes (standing is
     cheaper than falling); the first env step (process start, kernels loaded) is not timed."""
     from granular.apps.vector import QuadrupedVectorEnv
 
-    def rate(n, workers):
-        env = QuadrupedVectorEnv(n, workers=workers)
+    def rate(n, workers, solver=None):
+        env = QuadrupedVectorEnv(n, workers=workers, solver=solver)
         try:
             rng = np.random.default_rng(seed)
             env.reset(seed=seed)
@@ -291,8 +295,8 @@ def batch(sizes=(1, 16, 256, 1024), steps: int = 100, workers: int | None = None
     def plural(k, word):
         return f"{k} {word}{'s' if k > 1 else ''}"
 
-    base, _ = rate(16, 0)
-    rows = {"16 robots, in-process (today's path)": {"robot_steps_per_s": base, "ratio": 1.0}}
+    base, _ = rate(16, 0, solver="daqp")
+    rows = {"16 robots, in-process, daqp by stages (today's path)": {"robot_steps_per_s": base, "ratio": 1.0}}
     for n in sizes:
         r, used = rate(n, workers)
         rows[f"{plural(n, 'robot')}, {plural(used, 'worker')}"] = {"robot_steps_per_s": r, "ratio": r / base}

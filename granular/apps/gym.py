@@ -125,7 +125,8 @@ class QuadrupedEnv(gymnasium.Env):
     ``action_scale`` (rad of target offset per unit action), ``forward_weight``,
     ``effort_weight``, ``fall_height`` (m), ``fall_tilt`` (rad), ``reset_noise`` (scale of
     :data:`RESET_WIDTHS`), ``observe_medium`` (append a one-hot of the medium), ``render_mode``
-    (None or "rgb_array": a matplotlib drawing of the scene).
+    (None or "rgb_array": a matplotlib drawing of the scene), ``solver`` (the contact QP's; default
+    the scenario's, ``native``, with which each env step is one compiled call).
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 100}
@@ -133,7 +134,8 @@ class QuadrupedEnv(gymnasium.Env):
     def __init__(self, media=("sand", "pebbles"), scenario: str = "quad-trot", control_period: float = 0.01,
                  episode_seconds: float = 10.0, action_scale: float = 0.5, forward_weight: float = 1.0,
                  effort_weight: float = 0.05, fall_height: float = 0.6, fall_tilt: float = 0.7,
-                 reset_noise: float = 1.0, observe_medium: bool = False, render_mode: str | None = None):
+                 reset_noise: float = 1.0, observe_medium: bool = False, render_mode: str | None = None,
+                 solver: str | None = None):
         if isinstance(media, str):
             media = (media,)
         media = tuple(media)
@@ -152,6 +154,8 @@ class QuadrupedEnv(gymnasium.Env):
             raise GranularError(f"render_mode must be None or one of {self.metadata['render_modes']}, "
                                 f"got {render_mode!r}")
         base = scenarios.load(scenario)
+        if solver is not None:
+            base = base.with_(solver=solver)
         self._media = {name: _Medium(base.with_(medium=name)) for name in dict.fromkeys(media)}
         self.media = tuple(self._media)
         first = self._media[self.media[0]]

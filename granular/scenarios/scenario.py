@@ -186,7 +186,7 @@ class ScenarioFile(Schema):
     robot: FootRobot | QuadrupedRobot | WalkerRobot | WheelRobot | RoverRobot
     dt: Annotated[float, Meta(ge=1e-5, le=0.05)] = 1e-3
     medium: str = "sand"
-    solver: Literal["native", "daqp", "quadprog", "osqp", "cvxpy"] = "daqp"
+    solver: Literal["native", "daqp", "quadprog", "osqp", "cvxpy"] = "native"
     representation: Literal["fixed", "exact"] = "fixed"
     normals: Annotated[int, Meta(ge=8, le=256)] = 32
     contact: Literal["max-dissipation", "data-flow", "hertz", "kelvin-voigt", "hunt-crossley",
@@ -215,7 +215,7 @@ class Scenario:
     duration: float
     dt: float = 1e-3
     medium: str = "sand"
-    solver: str = "daqp"
+    solver: str = "native"
     representation: str = "fixed"
     normals: int = 32
     contact: str = DEFAULT_LAW
