@@ -7,13 +7,4 @@ terramechanics, rig and DEM runs) → ``learning`` (regressors, the learned W(θ
 ``scenarios`` (scenario files, robots, controllers) → ``apps`` (CLI, viewer, plots,
 benchmarks). ``io`` holds files, schemas and where shipped and cached files live.
 """
-import os as _os
-
 __version__ = "0.1.0"
-
-# Where kernels run just in time (granular/compiled.py), numba caches them beside their source unless
-# told otherwise; an installed package must not be written to, so they go to the user cache.
-if "NUMBA_CACHE_DIR" not in _os.environ:
-    from granular.io.resources import cache_dir as _cache_dir
-
-    _os.environ["NUMBA_CACHE_DIR"] = str(_cache_dir() / "numba")

@@ -80,6 +80,7 @@ def kernel(*arg_types: str):
         aot = None if jit_only() else _aot()
         if aot is not None:
             return _guarded(getattr(aot, name), fn, arg_types) if arg_types else fn
+        _numba_cache()
         from numba import njit
 
         compiled = njit(cache=True)(fn)
@@ -88,6 +89,15 @@ def kernel(*arg_types: str):
         return compiled
 
     return wrap
+
+
+def _numba_cache():
+    """Where kernels run just in time, numba caches them; unless the user chose a folder, in the
+    user cache (not beside the source: an installed package must not be written to), one folder per
+    :func:`key`: numba checks a cached function against its own file only, so a kernel that calls
+    kernels of other modules (the fused step) would keep their old code after an edit or upgrade."""
+    if "NUMBA_CACHE_DIR" not in os.environ and "numba" not in sys.modules:
+        os.environ["NUMBA_CACHE_DIR"] = str(cache_dir() / "numba" / key())
 
 
 def _parse(arg_types) -> list:

@@ -33,6 +33,8 @@ The robot, terrain, time step, solver, contact law and medium models come from a
 """
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 
 from granular.errors import GranularError
@@ -50,8 +52,8 @@ from granular.contact.detection import detect
 from granular.contact.qp import make_solver
 from granular.scenarios import scenario as scenarios
 from granular.scenarios.control import JointPD
-from granular.simulation.fused import CONSTANT, JointControl
 from granular.scenarios.robots import JOINTS, LIMBS
+from granular.simulation.fused import CONSTANT, JointControl
 from granular.simulation.simulation import Simulation
 from granular.simulation.step import State
 
@@ -87,7 +89,12 @@ class _TargetTracker:
         return None
 
     def joint_control(self) -> JointControl:
-        """The fused step's form of this controller: the PD towards the goal, the effort summed here."""
+        """The fused step's form of this controller: the PD towards the goal (the same array, which
+        the environment updates in place), the effort summed here."""
+        return self._control
+
+    @cached_property
+    def _control(self):
         return JointControl(CONSTANT, self.limits, self.goal, effort=self._spend)
 
     def _spend(self, effort):
@@ -207,6 +214,12 @@ class QuadrupedEnv(gymnasium.Env):
         return self._observation(), self._info(forward_velocity=0.0, effort=0.0)
 
     def step(self, action):
+        x0 = self._act(action)
+        self.sim.advance(self.substeps)
+        return self._outcome(x0)
+
+    def _act(self, action) -> float:
+        """Set the joint goal for the next control period; the torso's x before it (m)."""
         if self.sim is None:
             raise GranularError("call reset() before step()")
         a = np.asarray(action, dtype=float).reshape(-1)
@@ -214,10 +227,14 @@ class QuadrupedEnv(gymnasium.Env):
             raise GranularError(f"action must be {self.action_space.shape[0]} finite numbers, got {action!r}")
         m = self._media[self.medium]
         # Out-of-range actions are clipped, as the Box promises; the PD then clips to the joints' ranges.
-        self._controller.goal = m.nominal + self.action_scale * np.clip(a, -1.0, 1.0)
+        # In place: the fused step's JointControl holds this array.
+        np.add(m.nominal, self.action_scale * np.minimum(np.maximum(a, -1.0), 1.0), out=self._controller.goal)
         self._controller.effort = 0.0
-        x0 = self.sim.state.q[0]
-        self.sim.advance(self.substeps)
+        return self.sim.state.q[0]
+
+    def _outcome(self, x0):
+        """(observation, reward, terminated, truncated, info) of the control period just stepped."""
+        m = self._media[self.medium]
         self.elapsed += 1
         q = self.sim.state.q
         forward = (q[0] - x0) / self.control_period
@@ -226,7 +243,7 @@ class QuadrupedEnv(gymnasium.Env):
         height = q[1] - float(m.model.terrain.height(q[0]))
         terminated = bool(height < self.fall_height or abs(q[2]) > self.fall_tilt)
         truncated = bool(not terminated and self.elapsed >= self.max_steps)
-        return self._observation(), float(reward), terminated, truncated, self._info(forward, effort)
+        return self._observation(height), float(reward), terminated, truncated, self._info(forward, effort)
 
     # -- what the policy and the user see --------------------------------------------------------
     def foot_depths(self) -> np.ndarray:
@@ -236,15 +253,17 @@ class QuadrupedEnv(gymnasium.Env):
         frames = detect(mb, model.feet, model.terrain, mb.frames(q))
         return np.minimum(frames.theta[:, 0], 0.0)
 
-    def _observation(self) -> np.ndarray:
+    def _observation(self, height=None) -> np.ndarray:
+        """The observation at the current state; ``height``: the torso's above the ground, if known."""
         model, state = self.sim.model, self.sim.state
         q, v = state.q, state.v
-        height = q[1] - float(model.terrain.height(q[0]))
+        if height is None:
+            height = q[1] - float(model.terrain.height(q[0]))
         parts = [[height, q[2], v[0], v[1], v[2]], q[3:], v[3:], self.foot_depths()]
         if self.observe_medium:
             parts.append(np.asarray(self.media) == self.medium)
         space = self.observation_space
-        return np.clip(np.concatenate(parts).astype(np.float32), space.low, space.high)
+        return np.minimum(np.maximum(np.concatenate(parts).astype(np.float32), space.low), space.high)
 
     def _info(self, forward_velocity, effort) -> dict:
         q = self.sim.state.q

@@ -2,9 +2,10 @@
 
 :class:`QuadrupedVectorEnv` steps ``num_envs`` independent episodes of
 :class:`~granular.apps.gym.QuadrupedEnv` in one call. The episodes are dealt to ``workers``
-processes (default: one per core), each of which steps its share one after another through the one
-simulation loop, exactly as a single environment does: the batch equals that many single
-environments, bit for bit (``tests/test_gym.py``). Each worker builds the scenario's media once and
+processes (default: one per core). Each worker steps its share's control period in one compiled
+call per medium (:func:`~granular.simulation.simulation.advance_together`: the fused step, looping
+over the robots), and a single environment is a batch of one through the same code: the batch
+equals that many single environments, bit for bit (``tests/test_gym.py``). Each worker builds the scenario's media once and
 shares them, immutable, among its episodes. BLAS runs on one thread per worker, so the workers do
 not contend for the cores.
 
@@ -26,6 +27,8 @@ import numpy as np
 
 from granular.apps.gym import QuadrupedEnv
 from granular.errors import GranularError
+from granular.simulation import fused
+from granular.simulation.simulation import advance_together
 
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
@@ -45,7 +48,7 @@ def _episodes(count: int, kwargs: dict, first: QuadrupedEnv | None = None) -> li
 
 
 class _Shard:
-    """Some of the batch's episodes, stepped one after another (in a worker or in this process)."""
+    """Some of the batch's episodes (in a worker or in this process)."""
 
     def __init__(self, count: int, kwargs: dict, first: QuadrupedEnv | None = None):
         self.envs = _episodes(count, kwargs, first)
@@ -57,16 +60,39 @@ class _Shard:
         return np.stack([o for o, _ in results]), [i for _, i in results]
 
     def step(self, actions):
-        obs, rewards, terminated, truncated, infos = [], [], [], [], []
+        results, running = [None] * len(self.envs), {}
         for k, (env, action) in enumerate(zip(self.envs, actions)):
             if self.done[k]:
                 o, info = env.reset()
-                r, te, tr = 0.0, False, False
+                results[k] = (o, 0.0, False, False, info)
+                self.done[k] = False
             else:
-                o, r, te, tr, info = env.step(action)
-            self.done[k] = te or tr
-            obs.append(o), rewards.append(r), terminated.append(te), truncated.append(tr), infos.append(info)
-        return np.stack(obs), np.array(rewards), np.array(terminated), np.array(truncated), infos
+                running[k] = env._act(action)
+        self._advance([self.envs[k] for k in running])
+        for k, x0 in running.items():
+            results[k] = self.envs[k]._outcome(x0)
+            self.done[k] = results[k][2] or results[k][3]
+        obs, rewards, terminated, truncated, infos = zip(*results)
+        return np.stack(obs), np.array(rewards), np.array(terminated), np.array(truncated), list(infos)
+
+    @staticmethod
+    def _advance(envs):
+        """One control period of each episode: those on one medium whose steps fuse in one compiled
+        call (:func:`~granular.simulation.simulation.advance_together`), any other alone."""
+        groups = {}
+        for env in envs:
+            control = env.sim._joint_control()
+            if control is None:
+                env.sim.advance(env.substeps)
+            else:
+                groups.setdefault(id(env.sim.model), []).append((env.sim, control))
+        for members in groups.values():
+            sims, controls = zip(*members)
+            if fused.batchable(controls):
+                advance_together(sims, controls, envs[0].substeps)
+            else:
+                for sim in sims:
+                    sim.advance(envs[0].substeps)
 
 
 def _serve(conn, count, kwargs):

@@ -149,16 +149,96 @@ TREE_MIN_DOFS = 36
 @kernel()
 def _reduce_dense(M, Jt, Jp, Mg, v, impulse):
     """:func:`reduce_qp` by the dense formulas."""
-    M_inv = np.linalg.inv(M)  # small and well conditioned (positive masses and inertias)
-    v_free = v + M_inv @ impulse
-    B = M_inv @ np.ascontiguousarray(Jt.T)
-    H = M + Jp.T @ (Mg.reshape(-1, 1) * Jp)
-    HB = H @ B
-    P = B.T @ HB
-    P = 0.5 * (P + P.T)
-    g = HB.T @ v_free
+    P, g, B, v_free = reduce_small(M, Jt, Jp, Mg, v, impulse)
     c_free = np.linalg.solve(strictly_convex(P), -g) if len(P) else np.zeros(0)  # no foot in contact
     return P, g, B, v_free, c_free
+
+
+@kernel()
+def reduce_small(M, Jt, Jp, Mg, v, impulse):
+    """(P, g, B, v_free) of :func:`reduce_qp` for a small system, in loops over M's Cholesky factor
+    (M is symmetric positive definite: positive masses and inertias). With B = M⁻¹ J_tᵀ,
+    P = Bᵀ (M + J_pᵀ M_g J_p) B = J_t B + (J_p B)ᵀ M_g (J_p B) and g = J_t v_free + (J_p B)ᵀ M_g J_p v_free,
+    so H is never formed, and the Jacobians' zeros (a foot moves its own leg's joints only) are
+    skipped. The fused step calls it: at a quadruped's 15 dofs and 12 impulses, numpy's and
+    LAPACK's calls cost more than their flops."""
+    n, m = M.shape[0], Jt.shape[0]
+    L = cholesky(M)
+    v_free = v + cho_solve(L, impulse)
+    B = _cho_solve_rows(L, Jt)
+    P, JpB = _sparse_times(Jt, B), _sparse_times(Jp, B)
+    g = np.zeros(m)
+    for a in range(m):
+        jt_v, jp_v = 0.0, 0.0
+        for k in range(n):
+            jt_v += Jt[a, k] * v_free[k]
+            jp_v += Jp[a, k] * v_free[k]
+        g[a] += jt_v
+        w = Mg[a] * jp_v
+        if Mg[a] != 0.0:
+            for b in range(m):
+                g[b] += JpB[a, b] * w
+                for c in range(m):
+                    P[b, c] += Mg[a] * JpB[a, b] * JpB[a, c]
+    return 0.5 * (P + P.T), g, B, v_free
+
+
+@kernel()
+def _cho_solve_rows(L, J):
+    """A⁻¹ Jᵀ (n × m) for A = L Lᵀ, all m right-hand sides at once (each row operation a vector op)."""
+    n, m = L.shape[0], J.shape[0]
+    X = np.empty((n, m))
+    for i in range(n):          # L Y = Jᵀ
+        for r in range(m):
+            X[i, r] = J[r, i]
+        for k in range(i):
+            l = L[i, k]
+            if l != 0.0:
+                for r in range(m):
+                    X[i, r] -= l * X[k, r]
+        for r in range(m):
+            X[i, r] /= L[i, i]
+    for i in range(n - 1, -1, -1):   # Lᵀ X = Y
+        for k in range(i + 1, n):
+            l = L[k, i]
+            if l != 0.0:
+                for r in range(m):
+                    X[i, r] -= l * X[k, r]
+        for r in range(m):
+            X[i, r] /= L[i, i]
+    return X
+
+
+@kernel()
+def _sparse_times(J, B):
+    """J B for a Jacobian J with many zeros (skipped)."""
+    m, n, k = J.shape[0], J.shape[1], B.shape[1]
+    out = np.zeros((m, k))
+    for a in range(m):
+        for i in range(n):
+            j = J[a, i]
+            if j != 0.0:
+                for b in range(k):
+                    out[a, b] += j * B[i, b]
+    return out
+
+
+@kernel()
+def cholesky(A):
+    """L with L Lᵀ = A, for A symmetric positive definite (a small one: loops, no LAPACK call)."""
+    n = A.shape[0]
+    L = np.zeros((n, n))
+    for j in range(n):
+        acc = A[j, j]
+        for k in range(j):
+            acc -= L[j, k] * L[j, k]
+        L[j, j] = np.sqrt(acc) if acc > 0.0 else 0.0  # not positive definite: the caller checks the pivots
+        for i in range(j + 1, n):
+            acc = A[i, j]
+            for k in range(j):
+                acc -= L[i, k] * L[j, k]
+            L[i, j] = acc / L[j, j]
+    return L
 
 
 def one_branch(n: int):
@@ -373,11 +453,11 @@ def dual_active_set(H, g, A, ub, rows, tol, active, count):
     L⁻¹ (more impulses than the degrees of freedom they move, as a rover's wheels: P is singular
     but for its ridge)."""
     n = len(g)
-    L = np.linalg.cholesky(H)
+    L = cholesky(H)
     lo, hi = np.inf, 0.0
     for i in range(n):
         lo, hi = min(lo, L[i, i]), max(hi, L[i, i])
-    if lo < CONDITION * hi:
+    if not lo >= CONDITION * hi:  # NaN too: a pivot that was not positive
         return np.zeros(n), -3, 0
     gt = _forward(L, g)                  # L⁻¹ g
     Nt = np.empty((n, n))                # L⁻¹ a_j of the active constraints, one per row
@@ -395,7 +475,6 @@ def dual_active_set(H, g, A, ub, rows, tol, active, count):
         _forward_into(L, a, at)
         up = 0.0
         while True:
-            _qr(Nt, na, Q, R)
             _project(Q, R, na, at, proj, rr, resid)
             t1, drop = np.inf, -1
             for j in range(na):
@@ -414,10 +493,12 @@ def dual_active_set(H, g, A, ub, rows, tol, active, count):
             up += step
             if t2 <= t1:
                 Nt[na], active[na], u[na] = at, p, up
+                _extend(Q, R, na, proj, resid, np.sqrt(az))
                 na += 1
                 break
             _remove(Nt, active, u, drop, na)
             na -= 1
+            _qr(Nt, na, Q, R)
             s = -ub[p]
             for c in range(3):
                 s += A[p, 3 * f + c] * x[3 * f + c]
@@ -428,9 +509,10 @@ def dual_active_set(H, g, A, ub, rows, tol, active, count):
 def _warm_start(A, ub, rows, L, active, count, Nt, Q, R, gt, u, proj, rr):
     """The guessed active set made a valid start: each constraint in range and independent of those
     kept before it, then the one with the most negative multiplier dropped until none is negative.
-    Multipliers of the minimiser over the set (N x = ub_N): u = −(RᵀR)⁻¹ (ub_N + Ñᵀ L⁻¹ g)."""
+    Multipliers of the minimiser over the set (N x = ub_N): u = −(RᵀR)⁻¹ (ub_N + Ñᵀ L⁻¹ g). Leaves
+    Q R = Ñ of the set."""
     n = len(gt)
-    a, at = np.empty(n), np.empty(n)
+    a, at, resid = np.empty(n), np.empty(n), np.empty(n)
     na = 0
     for j in range(min(count, n)):
         p = active[j]
@@ -438,12 +520,13 @@ def _warm_start(A, ub, rows, L, active, count, Nt, Q, R, gt, u, proj, rr):
             continue
         _constraint_row(A, rows, p, a)
         _forward_into(L, a, at)
-        Nt[na], active[na] = at, p
-        _qr(Nt, na + 1, Q, R)
-        if R[na, na] > 1e-9 * np.sqrt(_vdot(at, at, n)):
+        _project(Q, R, na, at, proj, rr, resid)
+        norm = np.sqrt(_vdot(resid, resid, n))
+        if norm > 1e-9 * np.sqrt(_vdot(at, at, n)):
+            Nt[na], active[na] = at, p
+            _extend(Q, R, na, proj, resid, norm)
             na += 1
     while na > 0:
-        _qr(Nt, na, Q, R)
         for j in range(na):   # rhs = −(ub_N + Ñᵀ gt); solve Rᵀ y = rhs, then R u = y
             acc = -(ub[active[j]] + _vdot(Nt[j], gt, n))
             for k in range(j):
@@ -462,9 +545,20 @@ def _warm_start(A, ub, rows, L, active, count, Nt, Q, R, gt, u, proj, rr):
             break
         _remove(Nt, active, u, drop, na)
         na -= 1
+        _qr(Nt, na, Q, R)
     for j in range(na, n):
         u[j] = 0.0
     return na
+
+
+@kernel()
+def _extend(Q, R, k, proj, resid, norm):
+    """Q R grown by the vector whose projections on Q[:k] are proj[:k] and whose remainder is resid."""
+    for i in range(k):
+        R[i, k] = proj[i]
+    R[k, k] = norm
+    for i in range(len(resid)):
+        Q[k, i] = resid[i] / norm
 
 
 @kernel()
@@ -567,6 +661,12 @@ def _backward(L, y):
             acc -= L[k, i] * x[k]
         x[i] = acc / L[i, i]
     return x
+
+
+@kernel()
+def cho_solve(L, b):
+    """A⁻¹ b for A = L Lᵀ."""
+    return _backward(L, _forward(L, b))
 
 
 @kernel()

@@ -39,12 +39,9 @@ def rbf_features(X, centers, c2, kernel, degree):
 
 
 @kernel("f8[:, ::1], f8[:, ::1], f8[::1], i8, i8, f8[:, ::1]")
-def mirror_average(X, centers, c2, kernel, degree, coef):
-    """½ (F(x) C + F(x̄) C') for X = [x; x̄] (2k rows): the model's folded, mirror-averaged RBF."""
-    k = X.shape[0] // 2
-    F = rbf_features(X, centers, c2, kernel, degree)
-    n = F.shape[1]
-    return F[:k] @ coef[:n] + F[k:] @ coef[n:]
+def rbf_predict(X, centers, c2, kernel, degree, coef):
+    """F(X) C: the model's RBF (its mirror average folded into the centres and C, WrenchSpaceModel._fold)."""
+    return rbf_features(X, centers, c2, kernel, degree) @ coef
 
 
 @kernel("f8[:, ::1], f8[::1], f8[::1], f8[::1], i8, f8[:, ::1], f8[::1], i8, i8, f8[:, ::1], f8[:, ::1]")
@@ -53,30 +50,29 @@ def support_of_mirror_average(thetas, lo, hi, x_scale, phi_active, centers, c2, 
     fixed-normal offsets of the mirror-averaged RBF, and W (k, 3m) its extreme wrenches (the
     data-flow law reuses them); both zero where d ≥ 0. The model's inputs, built here because
     numpy's per-call overhead on 4 × 2 arrays was a tenth of the data-flow step: θ clamped to
-    [lo, hi] (``clamped``: whether that moved a configuration in contact), then [θ; θ mirrored]
-    divided by x_scale, without the φ column unless ``phi_active`` (``WrenchSpaceModel._x``, compiled)."""
+    [lo, hi] (``clamped``: whether that moved a configuration in contact), then divided by x_scale,
+    without the φ column unless ``phi_active`` (``WrenchSpaceModel._x``, compiled)."""
     k, K, dim = thetas.shape[0], A.shape[0], 1 + phi_active
-    X = np.empty((2 * k, dim))
+    X = np.empty((k, dim))
     clamped = False
     for i in range(k):
         d, phi = min(max(thetas[i, 0], lo[0]), hi[0]), min(max(thetas[i, 1], lo[1]), hi[1])
         if thetas[i, 0] < 0.0 and (d != thetas[i, 0] or phi != thetas[i, 1]):  # as WrenchSpaceModel.clamp
             clamped = True
-        X[i, 0] = X[k + i, 0] = d / x_scale[0]
+        X[i, 0] = d / x_scale[0]
         if phi_active:
-            X[i, 1], X[k + i, 1] = phi / x_scale[1], -phi / x_scale[1]
-    W = mirror_average(X, centers, c2, kernel, degree, coef)  # (k, 3m)
+            X[i, 1] = phi / x_scale[1]
+    W = rbf_predict(X, centers, c2, kernel, degree, coef)  # (k, 3m)
     m = W.shape[1] // 3
     b = np.zeros((k, K))
+    a0, a1, a2 = A[:, 0].copy(), A[:, 1].copy(), A[:, 2].copy()  # contiguous: the facet loop vectorises
     for i in range(k):
         if not thetas[i, 0] < 0.0:  # out of contact (NaN too, as WrenchSpaceModel.points)
             W[i] = 0.0
             continue
-        for f in range(K):
-            best = 0.0
-            for j in range(m):
-                val = A[f, 0] * W[i, 3 * j] + A[f, 1] * W[i, 3 * j + 1] + A[f, 2] * W[i, 3 * j + 2]
-                if val > best:
-                    best = val
-            b[i, f] = best
+        row = b[i]
+        for j in range(m):
+            w0, w1, w2 = W[i, 3 * j], W[i, 3 * j + 1], W[i, 3 * j + 2]
+            for f in range(K):
+                row[f] = max(row[f], a0[f] * w0 + a1[f] * w1 + a2[f] * w2)
     return b, W, clamped

@@ -26,7 +26,7 @@ from granular.wrench.flow import DirectionMap, choose_tail
 from granular.errors import GranularError
 from granular.frames import MIRROR
 from granular.io.h5io import atomic_h5, attr, read_h5
-from granular.learning.linear import KERNELS, mirror_average, support_of_mirror_average
+from granular.learning.linear import KERNELS, rbf_predict, support_of_mirror_average
 from granular.data.sampling import mirror_permutation
 
 log = logging.getLogger(__name__)
@@ -132,11 +132,29 @@ class WrenchSpaceModel:
         return self._groups
 
     def _fold(self, centers, kernel, degree, coef):
-        """f(x) = F(x) C is linear in C, so the mirror average folds into one matrix:
-        ½ (F(x) C + F(x̄) C') with C' the coefficients of the mirrored outputs."""
+        """f(x) = F(x) C is linear in C, so the mirror average ½ (F(x) C + F(x̄) C'), C' the
+        coefficients of the mirrored outputs, is one RBF evaluation: mirroring flips φ, an isometry,
+        so the kernel part of F(x̄) is F(x) about the mirrored centres, and its polynomial part
+        [1, x] is F(x)'s with φ's sign flipped. The centres and their mirror images (merged where
+        they coincide, as the symmetrised training data's do) carry ½ C and ½ C'."""
+        n, dim = centers.shape
         C = coef.reshape(len(coef), self.m, 3)
-        folded = 0.5 * np.vstack([C, C[:, self.perm] * MIRROR]).reshape(2 * len(C), -1)
-        self._linear = (centers, (centers**2).sum(axis=1), kernel, degree, folded)
+        Cm = C[:, self.perm] * MIRROR
+        flip = np.ones(dim)
+        flip[1:] = -1.0                     # the φ column, where the inputs have one
+        sign = np.concatenate([[1.0], np.tile(flip, degree)])
+        index = {tuple(c): i for i, c in enumerate(np.round(centers, 12))}
+        rows, extra, more = 0.5 * C[:n].copy(), [], []
+        for j, c in enumerate(centers * flip):
+            i = index.get(tuple(np.round(c, 12)))
+            if i is None:
+                extra.append(c), more.append(0.5 * Cm[j])
+            else:
+                rows[i] += 0.5 * Cm[j]
+        poly = 0.5 * (C[n:] + sign[:, None, None] * Cm[n:])
+        centers = np.vstack([centers, *extra]) if extra else centers
+        folded = np.concatenate([rows, *([np.array(more)] if more else []), poly]).reshape(-1, 3 * self.m)
+        self._linear = (np.ascontiguousarray(centers), (centers**2).sum(axis=1), kernel, degree, folded)
 
     @property
     def m(self) -> int:
@@ -187,10 +205,10 @@ class WrenchSpaceModel:
     def _predict(self, th):
         """The mirror-averaged prediction for configurations in contact, already clamped."""
         k = len(th)
+        if self._linear is not None:
+            return rbf_predict(self._x(th), *self._linear).reshape(k, self.m, 3)
         X = np.concatenate([th, th * _FLIP_PHI]) / self.x_scale
         X = X if self.active.all() else X[:, self.active]
-        if self._linear is not None:
-            return mirror_average(X, *self._linear).reshape(k, self.m, 3)
         both = np.empty((2 * k, self.m, 3))
         for cols, reg in self._estimators():
             both[:, cols] = reg.predict(X).reshape(2 * k, len(cols), 3)

@@ -3,8 +3,9 @@ call (issue 12), for the common case of a legged robot under joint position cont
 
 :func:`granular.simulation.step.step` runs each stage as its own compiled kernel with Python
 between them (a quadruped step: ~150 µs, of which the numerics are about a third). Here the
-kernels are called from one kernel, :func:`fused_steps`, that steps ``steps`` times, so a call
-costs its numerics plus one crossing from Python. It computes exactly what ``step`` computes for
+kernels are called from one kernel, :func:`fused_steps`, that steps a batch of robots ``steps``
+times each, so a call costs its numerics plus one crossing from Python, however many robots and
+steps it takes (a single robot is a batch of one). It computes exactly what ``step`` computes for
 a model with fixed normals, the maximum-dissipation law, a single-group RBF model of W(θ) and a
 controller of the :class:`JointControl` kind, with :class:`~granular.contact.qp.NativeSolver` as
 the QP solver (``tests/test_fused.py`` compares the two). :func:`plan` says whether a model
@@ -20,7 +21,8 @@ import numpy as np
 
 from granular.compiled import kernel, unchecked
 from granular.contact.detection import _detect
-from granular.contact.qp import NATIVE_TOLERANCE, dual_active_set, reduce_qp, strictly_convex
+from granular.contact.qp import (NATIVE_TOLERANCE, TREE_MIN_DOFS, cho_solve, cholesky, dual_active_set, reduce_qp,
+                                 reduce_small, strictly_convex)
 from granular.dynamics.multibody import _dynamics, _frames
 from granular.learning.linear import support_of_mirror_average
 
@@ -85,34 +87,52 @@ def plan(model, solver) -> tuple | None:
             int(wm.active[1]), centers, c2, int(rbf), int(degree), coef, float(wm.d_min))
 
 
-def advance(model, arrays, warm, control: JointControl, state, steps: int):
-    """Step ``state`` ``steps`` times, the QP warm started from ``warm`` (:func:`workspace`); (the
-    next state's t, q, v, the last step's StepInfo fields, the steps done). Fewer than ``steps`` are done only where the QP solver failed at the next one,
-    which the caller then steps stage by stage."""
-    N = len(model.contacts)
-    q, v = state.q.copy(), state.v.copy()
-    theta, wrench, flags, p_center = np.empty((N, 2)), np.empty((N, 3)), np.empty((N, 2), np.int64), np.empty((N, 2))
-    done, clamped, effort, t = unchecked(fused_steps)(q, v, float(state.t), steps, float(model.dt), *arrays,
-                                                      *control.arrays, theta, wrench, flags, p_center, warm)
+def advance(model, arrays, controls, states, warms, steps: int):
+    """Step each of ``states`` (robots of one model; robot r under ``controls[r]``, its QP warm
+    started from ``warms[r]``, :func:`workspace`) ``steps`` times in one call. All controls share
+    one kind; only a CONSTANT one's goal may differ from robot to robot (:func:`batchable`).
+    Returns per robot (t, q, v, the last step's StepInfo fields, the steps done); fewer than
+    ``steps`` are done only where the QP solver failed at the next one, which the caller then
+    steps stage by stage (and that robot's StepInfo fields are not the last step's)."""
+    R, N = len(states), len(model.contacts)
+    q = np.array([s.q for s in states], dtype=np.float64)
+    v = np.array([s.v for s in states], dtype=np.float64)
+    t = np.array([s.t for s in states], dtype=np.float64)
+    c = controls[0].arrays
+    goals = c[2][None] if R == 1 else np.array([ctl.arrays[2] for ctl in controls])
+    theta, wrench, p_center = np.empty((R, N, 2)), np.empty((R, N, 3)), np.empty((R, N, 2))
+    flags, done, effort = np.empty((R, N, 2), np.int64), np.empty(R, np.int64), np.empty(R)
+    clamped = unchecked(fused_steps)(q, v, t, steps, float(model.dt), *arrays, c[0], c[1], goals, *c[3:],
+                                     theta, wrench, flags, p_center, warms, done, effort)
     if clamped:
         model.wrenches._clamped()
-    if control.effort is not None:
-        control.effort(effort)
-    return t, q, v, (theta, flags[:, 0] == 1, wrench, flags[:, 1] == 1, p_center), done
+    for ctl, e in zip(controls, effort):
+        if ctl.effort is not None:
+            ctl.effort(e)
+    return [(t[r], q[r], v[r], (theta[r], flags[r, :, 0] == 1, wrench[r], flags[r, :, 1] == 1, p_center[r]),
+             int(done[r])) for r in range(R)]
 
 
-def workspace(model) -> np.ndarray:
-    """The QP's warm start that :func:`advance` carries: [size, active constraints…]."""
-    return np.zeros(3 * len(model.contacts) + 1, dtype=np.int64)
+def batchable(controls) -> bool:
+    """Whether robots under these controls can step in one call: one kind, and beyond a CONSTANT
+    goal the same targets."""
+    first = controls[0]
+    return all(c is first or (c.kind == CONSTANT == first.kind and np.array_equal(c.limits, first.limits))
+               for c in controls)
 
 
-_TYPES = ("f8[::1], f8[::1], f8, i8, f8",                                                     # state, steps, dt
+def workspace(model, robots: int = 1) -> np.ndarray:
+    """The QP's warm start that :func:`advance` carries, per robot: [size, active constraints…]."""
+    return np.zeros((robots, 3 * len(model.contacts) + 1), dtype=np.int64)
+
+
+_TYPES = ("f8[:, ::1], f8[:, ::1], f8[::1], i8, f8",                                          # states, steps, dt
           "i8[::1], f8[:, ::1], f8[::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1], f8, i8[::1], i8[::1]",  # bodies
           "i8[::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1], f8[::1]",                          # feet
           "f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1]",                                # terrain
           "f8[:, ::1], f8[::1], f8[::1], f8[::1], i8, f8[:, ::1], f8[::1], i8, i8, f8[:, ::1], f8",  # W(θ)
-          "i8, f8[:, ::1], f8[::1], f8[::1], f8[::1], f8[:, ::1], i8[::1], f8[::1], f8[::1], i8[:, ::1]",  # control
-          "f8[:, ::1], f8[:, ::1], i8[:, ::1], f8[:, ::1], i8[::1]")                            # the last step's
+          "i8, f8[:, ::1], f8[:, ::1], f8[::1], f8[::1], f8[:, ::1], i8[::1], f8[::1], f8[::1], i8[:, ::1]",  # control
+          "f8[:, :, ::1], f8[:, :, ::1], i8[:, :, ::1], f8[:, :, ::1], i8[:, ::1], i8[::1], f8[::1]")  # outputs
 
 
 @kernel(*_TYPES)
@@ -121,13 +141,36 @@ def fused_steps(q, v, t, steps, dt,
                 bodies, points, axis, roll, r_offset, grain_mass,
                 ta, tt, tn, tlo, thi,
                 A_fixed, lo, hi, x_scale, phi_active, centers, c2, rbf, degree, coef, d_min,
-                kind, limits, goal, trot, times, xz, limbs, geometry, sides, columns,
-                theta_out, wrench_out, flags_out, pc_out, warm):
-    """``steps`` steps of :func:`~granular.simulation.step.step` with the controller
-    :class:`JointControl` describes; q and v are advanced in place and the last step's per-foot
-    θ, wrench (F_r, N, N·m), (active, slipping) and p_center are written to the ``_out`` arrays;
-    ``warm`` (3N + 1,) carries the QP's active set from step to step and call to call.
-    Returns (steps done, whether W(θ) was clamped to the data, the controller's effort, t)."""
+                kind, limits, goals, trot, times, xz, limbs, geometry, sides, columns,
+                theta_out, wrench_out, flags_out, pc_out, warms, done, effort):
+    """``steps`` steps of :func:`~granular.simulation.step.step` for each robot r (rows of q, v, t,
+    goals, warms and the outputs), with the controller :class:`JointControl` describes; q, v and t
+    are advanced in place and the last step's per-foot θ, wrench (F_r, N, N·m), (active, slipping)
+    and p_center written to the ``_out`` arrays; ``warms`` carries each robot's QP active set from
+    step to step and call to call; ``done`` gets the steps each robot took, ``effort`` its
+    controller's. Returns whether W(θ) was clamped to the data for any robot. A single robot is a
+    batch of one: the same code steps it."""
+    clamped = False
+    for r in range(q.shape[0]):
+        done[r], outside, effort[r], t[r] = _steps(
+            q[r], v[r], t[r], steps, dt, parent, joint, offset, chain, com, mass, inertia, gravity, dofs, starts,
+            bodies, points, axis, roll, r_offset, grain_mass, ta, tt, tn, tlo, thi,
+            A_fixed, lo, hi, x_scale, phi_active, centers, c2, rbf, degree, coef, d_min,
+            kind, limits, goals[r], trot, times, xz, limbs, geometry, sides, columns,
+            theta_out[r], wrench_out[r], flags_out[r], pc_out[r], warms[r])
+        clamped = clamped or outside
+    return clamped
+
+
+@kernel()
+def _steps(q, v, t, steps, dt,
+           parent, joint, offset, chain, com, mass, inertia, gravity, dofs, starts,
+           bodies, points, axis, roll, r_offset, grain_mass,
+           ta, tt, tn, tlo, thi,
+           A_fixed, lo, hi, x_scale, phi_active, centers, c2, rbf, degree, coef, d_min,
+           kind, limits, goal, trot, times, xz, limbs, geometry, sides, columns,
+           theta_out, wrench_out, flags_out, pc_out, warm):
+    """One robot's steps (:func:`fused_steps`): (steps done, clamped, the controller's effort, t)."""
     n, N = len(q), len(bodies)
     grains = False
     for i in range(len(grain_mass)):
@@ -135,7 +178,7 @@ def fused_steps(q, v, t, steps, dt,
     clamped, effort = False, 0.0
     u = np.zeros(n)
     for s in range(steps):
-        effort += _joint_pd(t, q, v, u, kind, limits, goal, trot, times, xz, limbs, geometry, sides, columns)
+        spent = _joint_pd(t, q, v, u, kind, limits, goal, trot, times, xz, limbs, geometry, sides, columns)
         angle, origin = _frames(q, parent, joint, offset)
         theta, p_center, _, Jt, Jp = _detect(angle, origin, chain, bodies, points, axis, roll, r_offset,
                                              ta, tt, tn, tlo, thi)
@@ -157,6 +200,7 @@ def fused_steps(q, v, t, steps, dt,
                 _report(theta, p_center, on, np.zeros(0), np.zeros((0, 0)), np.zeros(0), np.zeros(1, np.int64), dt,
                         theta_out, wrench_out, flags_out, pc_out)
             t += dt
+            effort += spent
             for i in range(n):
                 q[i] += dt * v[i]
             continue
@@ -164,17 +208,18 @@ def fused_steps(q, v, t, steps, dt,
                                                   coef, A_fixed)
         clamped = clamped or outside
         A, ub, rows = _stacked(A_fixed, b, theta_on, d_min, dt)
-        P, g, B, v_free, c_free = reduce_qp(M, Jt_on, Jp_on, Mg, v, impulse, dofs, starts)
-        c, ok = _solve(P, g, A, ub, rows, c_free, warm)
+        P, g, B, v_free = _reduce(M, Jt_on, Jp_on, Mg, v, impulse, dofs, starts)
+        c, ok = _solve(P, g, A, ub, rows, warm)
         if ok and grains and _work(c, Jt_on, v_free, B) > 1e-10:  # step.WORK_TOLERANCE
-            P, g, B, v_free, c_free = reduce_qp(M, Jt_on, Jp_on, np.zeros(3 * nc), v, impulse, dofs, starts)
-            c, ok = _solve(P, g, A, ub, rows, c_free, warm)
-        if not ok:
+            P, g, B, v_free = _reduce(M, Jt_on, Jp_on, np.zeros(3 * nc), v, impulse, dofs, starts)
+            c, ok = _solve(P, g, A, ub, rows, warm)
+        if not ok:  # the caller takes this step by stages (its controller runs again)
             return s, clamped, effort, t
         v_next = v_free + B @ c
         if s == steps - 1:
             _report(theta, p_center, on, c, A, ub, rows, dt, theta_out, wrench_out, flags_out, pc_out)
         t += dt
+        effort += spent
         for i in range(n):
             v[i] = v_next[i]
             q[i] += dt * v_next[i]
@@ -183,8 +228,8 @@ def fused_steps(q, v, t, steps, dt,
 
 @kernel()
 def _free_flight(M, v, impulse):
-    """v ← v + M⁻¹ impulse (no foot in contact; M⁻¹ formed as reduce_qp forms it)."""
-    v += np.linalg.inv(M) @ impulse
+    """v ← v + M⁻¹ impulse (no foot in contact; as reduce_small forms it)."""
+    v += cho_solve(cholesky(M), impulse)
 
 
 @kernel()
@@ -207,11 +252,18 @@ def _stacked(A_fixed, b, theta, d_min, dt):
 
 
 @kernel()
-def _solve(P, g, A, ub, rows, c_free, warm):
+def _reduce(M, Jt, Jp, Mg, v, impulse, dofs, starts):
+    """(P, g, B, v_free) of :func:`~granular.contact.qp.reduce_qp`, in loops where the system is small."""
+    if M.shape[0] < TREE_MIN_DOFS or len(starts) <= 2:
+        return reduce_small(M, Jt, Jp, Mg, v, impulse)
+    P, g, B, v_free, _ = reduce_qp(M, Jt, Jp, Mg, v, impulse, dofs, starts)
+    return P, g, B, v_free
+
+
+@kernel()
+def _solve(P, g, A, ub, rows, warm):
     """The QP's impulses (as :class:`~granular.contact.qp.NativeSolver`) and whether it was solved;
     ``warm`` = [size, the active set…] is the warm start, updated."""
-    if len(g) == 0:
-        return c_free, True
     top = 1e-12
     for r in range(len(ub)):
         top = max(top, abs(ub[r]))

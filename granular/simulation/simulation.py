@@ -40,18 +40,11 @@ class Simulation:
         """Step ``n`` times; the last step's contact information. Where the model, the solver and
         the controller allow, the steps run fused, as one compiled call (:mod:`.fused`)."""
         control = self._joint_control()
-        while n > 0 and control is not None:
-            t, q, v, info, done = fused.advance(self.model, *self._fused[1], control, self.state, n)
-            if done:
-                self.state = State(t, q, v, self.state.holder)
-                self.steps += done
-            if done == n:
-                self.info = StepInfo(*info)
-                return self.info
-            n -= done + 1
-            self._stage_step()  # the native QP failed (a degenerate vertex): this step by stages
-        for _ in range(n):
-            self._stage_step()
+        if control is None:
+            for _ in range(n):
+                self._stage_step()
+        else:
+            advance_together([self], [control], n)
         return self.info
 
     def _stage_step(self):
@@ -88,6 +81,30 @@ class Simulation:
             bar.update(steps - bar.n)
             bar.close()
         return self
+
+
+def advance_together(sims, controls, n: int):
+    """Step simulations of one model ``n`` times each in one compiled call (:func:`.fused.advance`),
+    sims[i] under its controller's fused form ``controls[i]`` (:meth:`Simulation._joint_control`,
+    not None; :func:`.fused.batchable`). Each ends exactly where ``sims[i].advance(n)`` would: a
+    robot whose QP the native solver could not take at some step takes that step by stages and
+    goes on alone."""
+    first = sims[0]
+    arrays, _ = first._fused[1]
+    warms = np.concatenate([s._fused[1][1] for s in sims]) if len(sims) > 1 else first._fused[1][1]
+    results = fused.advance(first.model, arrays, controls, [s.state for s in sims], warms, n)
+    for k, (sim, (t, q, v, info, done)) in enumerate(zip(sims, results)):
+        if len(sims) > 1:
+            sim._fused[1][1][0] = warms[k]
+        if done:
+            sim.state = State(t, q, v, sim.state.holder)
+            sim.steps += done
+        if done == n:
+            sim.info = StepInfo(*info)
+            continue
+        sim._stage_step()  # the native QP failed (a degenerate vertex): this step by stages, the rest alone
+        if n - done - 1:
+            sim.advance(n - done - 1)
 
 
 @dataclass
