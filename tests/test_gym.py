@@ -306,3 +306,23 @@ def test_the_fused_step_gives_the_stage_by_stage_episode():
         np.testing.assert_allclose(a, b, atol=1e-4)
         assert ra == pytest.approx(rb, abs=1e-4)
     assert abs(fused.sim.state.q[3:] - fused._media[fused.medium].nominal).max() > 0.05, "the actions moved the joints"
+
+
+def test_batched_infos_are_gymnasiums():
+    """The vector env builds its infos key by key: the same arrays and masks as Gymnasium's _add_info."""
+    from granular.apps.vector import QuadrupedVectorEnv
+
+    batch = QuadrupedVectorEnv(3, workers=0)
+    try:
+        per_env = [{"medium": m, "x": 0.1 * i, "sim_steps": 10 * i, "fell": i == 1}
+                   for i, m in enumerate(("sand", "pebbles", "sand"))]
+        reference = {}
+        for k, info in enumerate(per_env):
+            reference = batch._add_info(reference, info, k)
+        got = batch._infos(per_env)
+        assert got.keys() == reference.keys()
+        for key, value in reference.items():
+            assert got[key].dtype == value.dtype, key
+            np.testing.assert_array_equal(got[key], value)
+    finally:
+        batch.close()
