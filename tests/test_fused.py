@@ -87,7 +87,7 @@ def test_the_fused_step_equals_the_step_by_stages(name, steps):
     """Trot (gait), push (keyframes) and slide (a held pose): the whole run, state and contacts."""
     a, info_a = run(name, steps, stages=False)
     b, info_b = run(name, steps, stages=True)
-    assert a._joint_control() is not None, "the quadruped's scenarios fuse"
+    assert a.fused_control() is not None, "the quadruped's scenarios fuse"
     assert a.steps == b.steps == steps and a.state.t == pytest.approx(b.state.t, abs=1e-12)
     np.testing.assert_allclose(a.state.q, b.state.q, atol=1e-9)
     np.testing.assert_allclose(a.state.v, b.state.v, atol=1e-7)
@@ -113,12 +113,12 @@ def test_many_steps_in_one_call_equal_one_call_per_step():
 @pytest.mark.parametrize("overrides", [dict(solver="daqp"), dict(contact="data-flow"), dict(representation="exact")])
 def test_what_does_not_fuse_steps_by_stages(overrides):
     sim = scenarios.build(scenarios.load("quad-trot").with_(**{"solver": "native", **overrides}))
-    assert sim._joint_control() is None
+    assert sim.fused_control() is None
 
 
 def test_a_controller_without_a_fused_form_steps_by_stages():
     sim = scenarios.build(scenarios.load("drop-upright").with_(solver="native"))
-    assert sim._joint_control() is None
+    assert sim.fused_control() is None
     sim.advance(10)
     assert sim.steps == 10
 
@@ -168,7 +168,7 @@ def test_robots_stepped_together_equal_robots_stepped_alone():
         sim.model = model          # one model shared, as a batch worker shares its media
     for sim in alone:
         sim.advance(300)
-    controls = [sim._joint_control() for sim in together]
+    controls = [sim.fused_control() for sim in together]
     assert fused.batchable(controls)
     advance_together(together, controls, 300)
     for a, b in zip(alone, together):
@@ -181,7 +181,7 @@ def test_robots_stepped_together_equal_robots_stepped_alone():
 def test_the_simulation_notices_a_new_controller():
     """Validation replaces a simulation's controller: the new one decides whether steps fuse."""
     sim = scenarios.build(scenarios.load("quad-trot").with_(solver="native"))
-    assert sim._joint_control() is not None
+    assert sim.fused_control() is not None
 
     class Still:
         def initial_memory(self):
@@ -191,7 +191,7 @@ def test_the_simulation_notices_a_new_controller():
             return np.zeros(len(q)), memory
 
     sim.controller = Still()
-    assert sim._joint_control() is None
+    assert sim.fused_control() is None
     assert isinstance(sim, Simulation)
     sim.advance(5)
     assert sim.steps == 5

@@ -298,7 +298,7 @@ def test_the_fused_step_gives_the_stage_by_stage_episode():
     fused, stages = gym_env.QuadrupedEnv(solver="native"), gym_env.QuadrupedEnv(solver="daqp")
     a, _ = fused.reset(seed=5)
     b, _ = stages.reset(seed=5)
-    assert fused.sim._joint_control() is not None and stages.sim._joint_control() is None
+    assert fused.sim.fused_control() is not None and stages.sim.fused_control() is None
     for _ in range(40):
         action = rng.uniform(-1, 1, 12)
         a, ra, *_ = fused.step(action)
@@ -309,8 +309,9 @@ def test_the_fused_step_gives_the_stage_by_stage_episode():
 
 
 def test_batched_infos_are_gymnasiums():
-    """The vector env builds its infos key by key: the same arrays and masks as Gymnasium's _add_info."""
-    from granular.apps.vector import QuadrupedVectorEnv
+    """The vector env's shards send their infos as columns and the env joins them key by key: the
+    same arrays and masks as Gymnasium's _add_info."""
+    from granular.apps.vector import QuadrupedVectorEnv, _columns
 
     batch = QuadrupedVectorEnv(3, workers=0)
     try:
@@ -319,7 +320,7 @@ def test_batched_infos_are_gymnasiums():
         reference = {}
         for k, info in enumerate(per_env):
             reference = batch._add_info(reference, info, k)
-        got = batch._infos(per_env)
+        got = batch._infos([_columns(per_env[:2]), _columns(per_env[2:])])
         assert got.keys() == reference.keys()
         for key, value in reference.items():
             assert got[key].dtype == value.dtype, key

@@ -47,6 +47,24 @@ def controller(scenario: str = "quad-trot", repeat: int = 2000, settle: int = 11
                                                             sim.memory), repeat)}
 
 
+def fused_call(scenario: str = "quad-trot", steps: int = 2000, settle: int = 1100, repeat: int = 5) -> dict:
+    """µs per step where many steps run in one fused call (``advance(steps)``, no callback between
+    steps: a batch worker's or an RL environment's control period), against one call per step (the
+    loop with a callback after each step), after ``settle`` steps; medians over ``repeat`` runs."""
+    from granular.scenarios import scenario as scenarios
+
+    def per_step(calls):
+        sim = scenarios.build(scenarios.load(scenario))
+        sim.advance(settle)
+        t0 = time.perf_counter()
+        for n in calls:
+            sim.advance(n)
+        return (time.perf_counter() - t0) / steps * 1e6
+
+    return {"us_per_step_in_one_call": float(np.median([per_step([steps]) for _ in range(repeat)])),
+            "us_per_step_one_call_each": float(np.median([per_step([1] * steps) for _ in range(repeat)]))}
+
+
 def stages(scenario: str = "quad-trot", steps: int = 2000, settle: int = 1100) -> dict:
     """Where a step's time goes. Along ``steps`` steps of the scenario after ``settle``, each state
     is first stepped as the loop steps it (controller + step, timed: ``whole_step``), then each stage
@@ -258,6 +276,7 @@ def run(quick: bool = False) -> dict:
             "quadruped": scene("quad-trot", steps=steps, warmup=1100, paper=True),
             "wrench_space_4_contacts": wrench_space(model, repeat=repeat),
             "gait_controller": {"quad-trot": controller(repeat=4 * repeat)},
+            "fused": {"quad-trot": fused_call(steps=4 * repeat)},
             "stages_us": {"quad-trot": stages(steps=4 * repeat)}}
 
 

@@ -57,7 +57,7 @@ class _Shard:
     def reset(self, seeds):
         self.done[:] = False
         results = [env.reset(seed=seed) for env, seed in zip(self.envs, seeds)]
-        return np.stack([o for o, _ in results]), [i for _, i in results]
+        return np.stack([o for o, _ in results]), _columns([i for _, i in results])
 
     def step(self, actions):
         results, running = [None] * len(self.envs), {}
@@ -73,7 +73,7 @@ class _Shard:
             results[k] = self.envs[k]._outcome(x0)
             self.done[k] = results[k][2] or results[k][3]
         obs, rewards, terminated, truncated, infos = zip(*results)
-        return np.stack(obs), np.array(rewards), np.array(terminated), np.array(truncated), list(infos)
+        return np.stack(obs), np.array(rewards), np.array(terminated), np.array(truncated), _columns(list(infos))
 
     @staticmethod
     def _advance(envs):
@@ -81,7 +81,7 @@ class _Shard:
         call (:func:`~granular.simulation.simulation.advance_together`), any other alone."""
         groups = {}
         for env in envs:
-            control = env.sim._joint_control()
+            control = env.sim.fused_control()
             if control is None:
                 env.sim.advance(env.substeps)
             else:
@@ -93,6 +93,21 @@ class _Shard:
             else:
                 for sim in sims:
                     sim.advance(envs[0].substeps)
+
+
+def _columns(infos: list):
+    """The episodes' info dicts as one array per key, in Gymnasium's dtypes (a worker sends these, not
+    a dict per episode), where every episode reports the same scalar keys (always, here); else the
+    list itself, for Gymnasium's ``_add_info``."""
+    keys = infos[0].keys() if infos else ()
+    if any(info.keys() != keys for info in infos) or any(isinstance(v, (dict, np.ndarray)) for v in infos[0].values()):
+        return infos
+    out = {}
+    for key in keys:
+        values = [info[key] for info in infos]
+        kind = type(values[0])
+        out[key] = np.array(values, dtype=kind if kind in (int, float, bool) or issubclass(kind, np.number) else object)
+    return out
 
 
 def _serve(conn, count, kwargs):
@@ -181,7 +196,7 @@ class QuadrupedVectorEnv(VectorEnv):
                 raise GranularError(f"reset: {len(seeds)} seeds for {self.num_envs} environments")
         parts = [self._local.reset(seeds)] if self._local else self._call_each("reset", self._split(seeds))
         obs = np.concatenate([o for o, _ in parts])
-        return obs, self._infos([i for _, infos in parts for i in infos])
+        return obs, self._infos([infos for _, infos in parts])
 
     def step(self, actions):
         actions = np.asarray(actions, dtype=np.float64)
@@ -189,26 +204,24 @@ class QuadrupedVectorEnv(VectorEnv):
             raise GranularError(f"actions must have shape {self.action_space.shape}, got {actions.shape}")
         parts = [self._local.step(actions)] if self._local else self._call_each("step", self._split(actions))
         obs, rewards, terminated, truncated = (np.concatenate([p[k] for p in parts]) for k in range(4))
-        return obs, rewards, terminated, truncated, self._infos([i for p in parts for i in p[4]])
+        return obs, rewards, terminated, truncated, self._infos([p[4] for p in parts])
 
-    def _infos(self, per_env):
-        """Gymnasium's batched infos (an array per key, a ``_key`` mask), built key by key where
-        every episode reports the same scalar keys (always, here): Gymnasium's ``_add_info``, per
-        episode and key, cost more than the simulation at 256 robots."""
-        keys = per_env[0].keys() if per_env else ()
-        if any(info.keys() != keys for info in per_env) or any(
-                isinstance(v, (dict, np.ndarray)) for v in per_env[0].values()):
+    def _infos(self, parts):
+        """Gymnasium's batched infos (an array per key and a ``_key`` mask) from the shards' columns
+        (:func:`_columns`); Gymnasium's ``_add_info`` per episode and key cost more than the
+        simulation at 256 robots, so it only takes shards whose episodes report different keys."""
+        if all(isinstance(part, dict) for part in parts) and all(part.keys() == parts[0].keys() for part in parts):
             infos = {}
-            for k, info in enumerate(per_env):
-                infos = self._add_info(infos, info, k)
+            for key in parts[0]:
+                infos[key] = np.concatenate([part[key] for part in parts])
+                infos[f"_{key}"] = np.ones(self.num_envs, dtype=np.bool_)
             return infos
-        infos = {}
-        for key in keys:
-            values = [info[key] for info in per_env]
-            kind = type(values[0])
-            numeric = kind in (int, float, bool) or issubclass(kind, np.number)
-            infos[key] = np.array(values, dtype=kind if numeric else object)
-            infos[f"_{key}"] = np.ones(self.num_envs, dtype=np.bool_)
+        infos, k = {}, 0
+        for part in parts:
+            episodes = part if isinstance(part, list) else [dict(zip(part, row)) for row in zip(*part.values())]
+            for info in episodes:
+                infos = self._add_info(infos, info, k)
+                k += 1
         return infos
 
     def close_extras(self, **kwargs):

@@ -39,7 +39,7 @@ class Simulation:
     def advance(self, n: int = 1) -> StepInfo | None:
         """Step ``n`` times; the last step's contact information. Where the model, the solver and
         the controller allow, the steps run fused, as one compiled call (:mod:`.fused`)."""
-        control = self._joint_control()
+        control = self.fused_control()
         if control is None:
             for _ in range(n):
                 self._stage_step()
@@ -52,8 +52,9 @@ class Simulation:
         self.state, self.info = step(self.model, self.state, u, self.solver, self.steps)
         self.steps += 1
 
-    def _joint_control(self):
-        """The controller's fused form where the model and solver can be fused, else None."""
+    def fused_control(self):
+        """The controller's fused form (:class:`.fused.JointControl`) where the model, the solver and
+        the controller can step fused, else None (the steps then run stage by stage)."""
         key = self._fused[0]
         if key is None or key[0] is not self.model or key[1] is not self.solver:
             arrays = fused.plan(self.model, self.solver)
@@ -85,7 +86,7 @@ class Simulation:
 
 def advance_together(sims, controls, n: int):
     """Step simulations of one model ``n`` times each in one compiled call (:func:`.fused.advance`),
-    sims[i] under its controller's fused form ``controls[i]`` (:meth:`Simulation._joint_control`,
+    sims[i] under its controller's fused form ``controls[i]`` (:meth:`Simulation.fused_control`,
     not None; :func:`.fused.batchable`). Each ends exactly where ``sims[i].advance(n)`` would: a
     robot whose QP the native solver could not take at some step takes that step by stages and
     goes on alone."""
