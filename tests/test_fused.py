@@ -68,6 +68,10 @@ def test_the_native_solver_hands_an_ill_conditioned_qp_on():
     A, ub, rows = stack_blocks([np.eye(3)] * 3, [np.ones(3)] * 3)
     _, status, _ = dual_active_set(H, rng.normal(size=9), A, ub, rows, 1e-9, np.zeros(9, np.int64), 0)
     assert status == -3
+    indefinite = np.diag([1.0, 2.0, -1.0])   # a pivot that is not positive: said, not divided by
+    x, status, _ = dual_active_set(indefinite, np.ones(3), np.eye(3), np.ones(3), np.array([0, 3]), 1e-9,
+                                   np.zeros(3, np.int64), 0)
+    assert status == -3 and np.all(np.isfinite(x))
 
 
 def run(name, steps, stages, **overrides):

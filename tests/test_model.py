@@ -238,6 +238,20 @@ def test_generic_and_linear_prediction_paths_agree(sand):
     np.testing.assert_allclose(model.points(thetas), fast, atol=1e-9 * np.abs(fast).max())
 
 
+def test_a_model_with_direction_groups_folds_into_one_rbf_evaluation():
+    """Directions valid at different configurations (the Beads ring) get a regressor per group; their
+    RBFs join into one linear form (each group's coefficients in its own columns), which equals the
+    groups' own mirror-averaged predictions."""
+    from granular.learning.catalog import load_model
+
+    model = load_model("beads")
+    assert len(model._estimators()) > 1 and model.rbf_arrays() is not None
+    thetas = np.column_stack([np.linspace(model.d_min, -0.005, 9), np.linspace(-model.phi_max, model.phi_max, 9)])
+    fast = model.points(thetas)
+    model._linear = None
+    np.testing.assert_allclose(model.points(thetas), fast, atol=1e-9 * np.abs(fast).max())
+
+
 def test_model_knows_every_regressor_by_name():
     from granular.learning import regressors
 

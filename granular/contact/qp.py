@@ -225,14 +225,17 @@ def _sparse_times(J, B):
 
 @kernel()
 def cholesky(A):
-    """L with L Lᵀ = A, for A symmetric positive definite (a small one: loops, no LAPACK call)."""
+    """L with L Lᵀ = A, for A symmetric positive definite (a small one: loops, no LAPACK call); where
+    a pivot is not positive, L so far with that pivot and the rest zero."""
     n = A.shape[0]
     L = np.zeros((n, n))
     for j in range(n):
         acc = A[j, j]
         for k in range(j):
             acc -= L[j, k] * L[j, k]
-        L[j, j] = np.sqrt(acc) if acc > 0.0 else 0.0  # not positive definite: the caller checks the pivots
+        if not acc > 0.0:  # not positive definite (NaN too): a zero pivot, which the caller checks
+            return L
+        L[j, j] = np.sqrt(acc)
         for i in range(j + 1, n):
             acc = A[i, j]
             for k in range(j):

@@ -127,9 +127,26 @@ class WrenchSpaceModel:
             self.params[f"group{g}"] = reg.fitted_params()
             self.fitted[f"group{g}"] = {k: getattr(reg, k) for k in reg.FITTED}
             self._groups.append((cols, reg))
-        if len(self._groups) == 1 and hasattr(self._groups[0][1], "linear_form"):
-            self._fold(*self._groups[0][1].linear_form())
+        forms = [reg.linear_form() for _, reg in self._groups if hasattr(reg, "linear_form")]
+        if len(forms) == len(self._groups) and len({(kernel, degree) for _, kernel, degree, _ in forms}) == 1:
+            self._fold(*self._joined(forms))
         return self._groups
+
+    def _joined(self, forms):
+        """One linear form (centres, kernel, degree, coefficients) of the groups' RBFs, each over its
+        own directions: their centres in turn, each group's coefficients in its own directions'
+        columns (zero in the others'), the polynomial tails summed (every group's is [1, x])."""
+        _, kernel, degree, _ = forms[0]
+        n = sum(len(centers) for centers, *_ in forms)
+        tail = len(forms[0][3]) - len(forms[0][0])
+        coef = np.zeros((n + tail, self.m, 3))
+        row = 0
+        for (cols, _), (centers, _, _, C) in zip(self._groups, forms):
+            C = np.asarray(C).reshape(len(C), len(cols), 3)
+            coef[row:row + len(centers), cols] = C[:len(centers)]
+            coef[n:, cols] += C[len(centers):]
+            row += len(centers)
+        return np.vstack([centers for centers, *_ in forms]), kernel, degree, coef.reshape(n + tail, -1)
 
     def _fold(self, centers, kernel, degree, coef):
         """f(x) = F(x) C is linear in C, so the mirror average ½ (F(x) C + F(x̄) C'), C' the
@@ -165,10 +182,10 @@ class WrenchSpaceModel:
         thetas = np.asarray(thetas, dtype=float).reshape(-1, 2)
         out = thetas.clip(self._lo, self._hi)  # the method: a third of np.clip's overhead on tiny arrays
         if (out != thetas).any():
-            self._clamped()
+            self.warn_clamped()
         return out
 
-    def _clamped(self):
+    def warn_clamped(self):
         if not self._warned:
             self._warned = True
             log.warning("configuration outside the %r data (d ≥ %g m, |φ| ≤ %g rad): W taken at the data's "
@@ -271,12 +288,23 @@ class WrenchSpaceModel:
         b, W, clamped = support_of_mirror_average(thetas, self._lo, self._hi, self.x_scale, int(self.active[1]),
                                                   *self._linear, A)
         if clamped:
-            self._clamped()
+            self.warn_clamped()
         W = W.reshape(len(thetas), self.m, 3)
         if (thetas[:, 0] >= self.d_min).all():
             return b, W
         factor = self.depth_factor(thetas)
         return b * factor[:, None], W * factor[:, None, None]
+
+
+    def rbf_arrays(self) -> tuple | None:
+        """The compiled RBF's inputs, as :func:`~granular.learning.linear.support_of_mirror_average`
+        takes them after θ: (lo, hi, x_scale, φ active, centres, their squared norms, kernel id,
+        degree, folded coefficients; groups of directions joined, :meth:`_joined`); None where W(θ)
+        is learned by another regressor than RBF."""
+        if self._linear is None:
+            return None
+        return (self._lo, self._hi, np.ascontiguousarray(self.x_scale, np.float64), int(self.active[1]),
+                *self._linear)
 
 
 def fit(ds: wd.WrenchDataset, regressor: str = "rbf", **params) -> WrenchSpaceModel:

@@ -6,7 +6,7 @@ between them (a quadruped step: ~150 µs, of which the numerics are about a thir
 kernels are called from one kernel, :func:`fused_steps`, that steps a batch of robots ``steps``
 times each, so a call costs its numerics plus one crossing from Python, however many robots and
 steps it takes (a single robot is a batch of one). It computes exactly what ``step`` computes for
-a model with fixed normals, the maximum-dissipation law, a single-group RBF model of W(θ) and a
+a model with fixed normals, the maximum-dissipation law, an RBF model of W(θ) and a
 controller of the :class:`JointControl` kind, with :class:`~granular.contact.qp.NativeSolver` as
 the QP solver (``tests/test_fused.py`` compares the two). :func:`plan` says whether a model
 qualifies; the :class:`~granular.simulation.simulation.Simulation` loop takes this path where it
@@ -14,7 +14,6 @@ does and the solver is ``native``, and the per-stage path otherwise.
 """
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,8 +24,6 @@ from granular.contact.qp import (NATIVE_TOLERANCE, TREE_MIN_DOFS, cho_solve, cho
                                  reduce_small, strictly_convex)
 from granular.dynamics.multibody import _dynamics, _frames
 from granular.learning.linear import support_of_mirror_average
-
-log = logging.getLogger(__name__)
 
 #: JointControl kinds: targets held constant, a trot, keyframes of ankle positions.
 CONSTANT, TROT, KEYFRAMES = 0, 1, 2
@@ -69,22 +66,21 @@ class JointControl:
 def plan(model, solver) -> tuple | None:
     """The model's arrays for :func:`fused_steps`, or None where the step must run stage by stage
     (another solver, representation or contact law, the walker's swing rule, kinetic friction, a
-    W(θ) that is not one RBF group)."""
-    wm = model.wrenches
+    W(θ) learned by another regressor than RBF)."""
+    rbf = model.wrenches.rbf_arrays()
     if (getattr(solver, "name", None) != "native" or model.representation != "fixed"
             or model.contact_law != "max-dissipation" or model.compliant is not None
-            or model.leading_foot is not None or model.kinetic_friction is not None or wm._linear is None):
+            or model.leading_foot is not None or model.kinetic_friction is not None or rbf is None):
         return None
     mb, feet, f8 = model.multibody, model.feet, np.float64
-    centers, c2, rbf, degree, coef = wm._linear
     dofs, starts = mb.branches
     return (mb.parent, np.ascontiguousarray(mb.joint, f8), mb.offset, mb.chain, mb.com, mb.mass, mb.inertia,
             float(mb.gravity), dofs, starts,
             feet.bodies.astype(np.int64), feet.points, feet.axis, feet.roll_radius, feet.r_offset,
             np.ascontiguousarray(feet.grain_mass.ravel()),
             *model.terrain.arrays,
-            np.ascontiguousarray(model.A_fixed, f8), wm._lo, wm._hi, np.ascontiguousarray(wm.x_scale, f8),
-            int(wm.active[1]), centers, c2, int(rbf), int(degree), coef, float(wm.d_min))
+            np.ascontiguousarray(model.A_fixed, f8), *rbf[:6], int(rbf[6]), int(rbf[7]), rbf[8],
+            float(model.wrenches.d_min))
 
 
 def advance(model, arrays, controls, states, warms, steps: int):
@@ -105,7 +101,7 @@ def advance(model, arrays, controls, states, warms, steps: int):
     clamped = unchecked(fused_steps)(q, v, t, steps, float(model.dt), *arrays, c[0], c[1], goals, *c[3:],
                                      theta, wrench, flags, p_center, warms, done, effort)
     if clamped:
-        model.wrenches._clamped()
+        model.wrenches.warn_clamped()
     for ctl, e in zip(controls, effort):
         if ctl.effort is not None:
             ctl.effort(e)
