@@ -19,9 +19,10 @@ and contact.
 Solvers share one interface, ``solve(qp) -> c``:
 ``cvxpy`` (the paper's form, readable reference), ``osqp`` (sparse, warm
 started, matrices updated in place while the structure stays), ``quadprog``
-(dense primal active set) and ``daqp`` (dense dual active set: the fast path,
-chosen by ``granular bench``) on the reduced form, the two dense ones over a working
-set of constraints grown until none is violated (``_DenseSolver``).
+(dense, Goldfarb–Idnani) and ``daqp`` (dense dual active set) on the reduced form,
+the two over a working set of constraints grown until none is violated
+(``_DenseSolver``), and ``native`` (the default: Goldfarb–Idnani compiled with the
+step's kernels, :func:`dual_active_set`, which the fused step calls).
 """
 from __future__ import annotations
 
