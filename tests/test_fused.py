@@ -1,5 +1,7 @@
 """The fused step (granular/simulation/fused.py) and the native QP solver it calls: the same answers
 as the step stage by stage, and as quadprog, whatever the warm start."""
+from pathlib import Path
+
 import numpy as np
 import pytest
 import quadprog
@@ -72,6 +74,56 @@ def test_the_native_solver_hands_an_ill_conditioned_qp_on():
     x, status, _ = dual_active_set(indefinite, np.ones(3), np.eye(3), np.ones(3), np.array([0, 3]), 1e-9,
                                    np.zeros(3, np.int64), 0)
     assert status == -3 and np.all(np.isfinite(x))
+
+
+def test_the_native_solver_survives_a_nearly_dependent_warm_start():
+    """Three feet with nearly parallel facets, warm started from a set with a repeated constraint
+    (a case a review found): Gram–Schmidt's rounding once let a dependent constraint in and the
+    active set outgrow its arrays. Now the set stays independent and the answer is the QP's."""
+    d = np.load(Path(__file__).parent / "data" / "native_qp_near_dependent.npz")
+    H, g, A, ub, rows = d["H"], d["g"], d["A"], d["ub"], d["rows"]
+    for _ in range(50):
+        x, status, size = dual_active_set(H, g, A, ub, rows, 1e-9 * np.abs(ub).max(), d["w"].copy(), int(d["c"]))
+        assert status >= 0 and size <= len(g)
+        assert_optimal(H, g, A, ub, x)
+
+
+def test_a_first_pivot_that_is_not_positive_is_reported():
+    x, status, _ = dual_active_set(np.diag([-1.0, 2.0, 1.0]), np.ones(3), np.eye(3), np.ones(3), np.array([0, 3]),
+                                   1e-9, np.zeros(3, np.int64), 0)
+    assert status == -3 and np.all(np.isfinite(x))
+
+
+def test_a_pose_the_native_solver_never_takes_steps_by_stages_to_the_end():
+    """Legs held straight (every limb at thigh + shank below its hip): the reduced QP is too
+    ill-conditioned for the native solver at every step, so each step falls back to DAQP by stages,
+    in a loop (it once recursed per step and overflowed the stack), and the run is DAQP's."""
+    from granular.scenarios.control import Hold, JointPD
+    from granular.simulation.step import State
+
+    def held(solver):
+        sim = scenarios.build(scenarios.load("quad-slide").with_(medium="sand", solver=solver))
+        robot = sim.controller.robot
+        sim.controller = JointPD(robot, Hold(robot, {limb: (0.0, -(robot.thigh + robot.shank))
+                                                     for limb in ("front_1", "front_2", "rear_1", "rear_2")}))
+        q = sim.state.q.copy()
+        q[0], q[2], q[3:] = 1.0, 0.0, sim.controller.targets(0.0)
+        q[1] = robot.thigh + robot.shank + 0.3
+        sim.state = State(0.0, q, np.zeros_like(q))
+        sim.advance(1500)
+        return sim
+
+    native, daqp = held("native"), held("daqp")
+    assert native.fused_control() is not None and native.steps == 1500
+    np.testing.assert_allclose(native.state.q, daqp.state.q, atol=1e-9)
+
+
+def test_advancing_no_steps_changes_nothing():
+    sim = scenarios.build(scenarios.load("quad-trot").with_(solver="native"))
+    sim.advance(5)
+    info, state = sim.info, sim.state
+    sim.advance(0)
+    assert sim.info is info and sim.state is state and sim.steps == 5
 
 
 def run(name, steps, stages, **overrides):

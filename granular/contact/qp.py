@@ -433,6 +433,9 @@ def strictly_convex(P):
 
 #: The native solver's violation tolerance, × the largest bound (as the dense solvers' working set).
 NATIVE_TOLERANCE = 1e-9
+#: A constraint joins the active set only if L⁻¹ a has at least this share of its length outside the
+#: set's span (independent, well beyond Gram–Schmidt's rounding).
+INDEPENDENT = 1e-7
 #: The smallest ratio of the Cholesky factor's diagonal entries (about √ of H's inverse condition
 #: number) the native solver works with; below it, DAQP solves the step.
 CONDITION = 1e-4
@@ -461,7 +464,7 @@ def dual_active_set(H, g, A, ub, rows, tol, active, count):
     lo, hi = np.inf, 0.0
     for i in range(n):
         lo, hi = min(lo, L[i, i]), max(hi, L[i, i])
-    if not lo >= CONDITION * hi:  # NaN too: a pivot that was not positive
+    if not (hi > 0.0 and lo >= CONDITION * hi):  # NaN too: a pivot that was not positive
         return np.zeros(n), -3, 0
     gt = _forward(L, g)                  # L⁻¹ g
     Nt = np.empty((n, n))                # L⁻¹ a_j of the active constraints, one per row
@@ -485,7 +488,7 @@ def dual_active_set(H, g, A, ub, rows, tol, active, count):
                 if rr[j] > 1e-12 and u[j] / rr[j] < t1:
                     t1, drop = u[j] / rr[j], j
             az = _vdot(resid, resid, n)
-            t2 = s / az if az > 1e-14 * _vdot(at, at, n) else np.inf
+            t2 = s / az if az > INDEPENDENT**2 * _vdot(at, at, n) else np.inf
             if t1 == np.inf and t2 == np.inf:
                 return x, -1, na
             step = min(t1, t2)
@@ -496,13 +499,16 @@ def dual_active_set(H, g, A, ub, rows, tol, active, count):
                 u[j] -= step * rr[j]
             up += step
             if t2 <= t1:
+                if na == n:  # more than n independent constraints: rounding; let another solver decide
+                    return x, -2, na
                 Nt[na], active[na], u[na] = at, p, up
                 _extend(Q, R, na, proj, resid, np.sqrt(az))
                 na += 1
                 break
             _remove(Nt, active, u, drop, na)
             na -= 1
-            _qr(Nt, na, Q, R)
+            if not _qr(Nt, na, Q, R):
+                return x, -2, na
             s = -ub[p]
             for c in range(3):
                 s += A[p, 3 * f + c] * x[3 * f + c]
@@ -526,7 +532,7 @@ def _warm_start(A, ub, rows, L, active, count, Nt, Q, R, gt, u, proj, rr):
         _forward_into(L, a, at)
         _project(Q, R, na, at, proj, rr, resid)
         norm = np.sqrt(_vdot(resid, resid, n))
-        if norm > 1e-9 * np.sqrt(_vdot(at, at, n)):
+        if norm > INDEPENDENT * np.sqrt(_vdot(at, at, n)):
             Nt[na], active[na] = at, p
             _extend(Q, R, na, proj, resid, norm)
             na += 1
@@ -549,7 +555,8 @@ def _warm_start(A, ub, rows, L, active, count, Nt, Q, R, gt, u, proj, rr):
             break
         _remove(Nt, active, u, drop, na)
         na -= 1
-        _qr(Nt, na, Q, R)
+        if not _qr(Nt, na, Q, R):  # rounding made the rest dependent: start cold
+            na = 0
     for j in range(na, n):
         u[j] = 0.0
     return na
@@ -675,7 +682,8 @@ def cho_solve(L, b):
 
 @kernel()
 def _qr(N, k, Q, R):
-    """Q R = N by modified Gram–Schmidt for the vectors N[:k] (rows, as Q's: contiguous)."""
+    """Q R = N by modified Gram–Schmidt for the vectors N[:k] (rows, as Q's: contiguous), which the
+    active set keeps independent; False if rounding has made them dependent after all."""
     n = N.shape[1]
     for j in range(k):
         for i in range(n):
@@ -685,9 +693,11 @@ def _qr(N, k, Q, R):
             for c in range(n):
                 Q[j, c] -= R[i, j] * Q[i, c]
         R[j, j] = np.sqrt(_vdot(Q[j], Q[j], n))
-        if R[j, j] > 0.0:
-            for c in range(n):
-                Q[j, c] /= R[j, j]
+        if not R[j, j] > INDEPENDENT * np.sqrt(_vdot(N[j], N[j], n)):
+            return False
+        for c in range(n):
+            Q[j, c] /= R[j, j]
+    return True
 
 
 class CvxpySolver:
@@ -909,7 +919,7 @@ class NativeSolver:
             self._active, self._count = np.zeros(len(g), dtype=np.int64), 0
         x, status, self._count = dual_active_set(strictly_convex(P), g, qp.A, qp.ub, qp.rows, tol, self._active,
                                                  self._count)
-        if status >= 0:
+        if status >= 0 and np.all(np.isfinite(x)):
             return x
         self._count = 0
         log.debug("native QP status %d on %d constraints: solved by DAQP instead", status, len(qp.ub))

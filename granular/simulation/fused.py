@@ -5,7 +5,7 @@ call (issue 12), for the common case of a legged robot under joint position cont
 between them (a quadruped step: ~150 µs, of which the numerics are about a third). Here the
 kernels are called from one kernel, :func:`fused_steps`, that steps a batch of robots ``steps``
 times each, so a call costs its numerics plus one crossing from Python, however many robots and
-steps it takes (a single robot is a batch of one). It computes exactly what ``step`` computes for
+steps it takes (a single robot is a batch of one). It computes what ``step`` computes, to rounding, for
 a model with fixed normals, the maximum-dissipation law, an RBF model of W(θ) and a
 controller of the :class:`JointControl` kind, with :class:`~granular.contact.qp.NativeSolver` as
 the QP solver (``tests/test_fused.py`` compares the two). :func:`plan` says whether a model
@@ -265,9 +265,10 @@ def _solve(P, g, A, ub, rows, warm):
         top = max(top, abs(ub[r]))
     active = warm[1:1 + len(g)].copy()
     c, status, size = dual_active_set(strictly_convex(P), g, A, ub, rows, NATIVE_TOLERANCE * top, active, warm[0])
-    warm[0] = size if status >= 0 else 0
+    ok = status >= 0 and np.all(np.isfinite(c))  # else the step by stages (which names a non-finite one)
+    warm[0] = size if ok else 0
     warm[1:1 + len(g)] = active
-    return c, status >= 0
+    return c, ok
 
 
 @kernel()

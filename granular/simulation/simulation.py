@@ -39,7 +39,7 @@ class Simulation:
     def advance(self, n: int = 1) -> StepInfo | None:
         """Step ``n`` times; the last step's contact information. Where the model, the solver and
         the controller allow, the steps run fused, as one compiled call (:mod:`.fused`)."""
-        control = self.fused_control()
+        control = self.fused_control() if n > 0 else None
         if control is None:
             for _ in range(n):
                 self._stage_step()
@@ -87,9 +87,11 @@ class Simulation:
 def advance_together(sims, controls, n: int):
     """Step simulations of one model ``n`` times each in one compiled call (:func:`.fused.advance`),
     sims[i] under its controller's fused form ``controls[i]`` (:meth:`Simulation.fused_control`,
-    not None; :func:`.fused.batchable`). Each ends exactly where ``sims[i].advance(n)`` would: a
-    robot whose QP the native solver could not take at some step takes that step by stages and
-    goes on alone."""
+    not None; :func:`.fused.batchable`). Each ends where ``sims[i].advance(n)`` would: a robot
+    whose QP the native solver could not take at some step takes that step by stages and goes on
+    alone."""
+    if n < 1:
+        return
     first = sims[0]
     arrays, _ = first._fused[1]
     warms = np.concatenate([s._fused[1][1] for s in sims]) if len(sims) > 1 else first._fused[1][1]
@@ -102,10 +104,26 @@ def advance_together(sims, controls, n: int):
             sim.steps += done
         if done == n:
             sim.info = StepInfo(*info)
-            continue
-        sim._stage_step()  # the native QP failed (a degenerate vertex): this step by stages, the rest alone
-        if n - done - 1:
-            sim.advance(n - done - 1)
+        else:
+            _finish_alone(sim, controls[k], n - done)
+
+
+def _finish_alone(sim, control, left: int):
+    """``left`` steps of one simulation whose native QP failed at the first of them: that step by
+    stages (DAQP then solves its QP), the rest fused again, and so on (a loop: a pose the native
+    solver never takes, say a leg held straight, steps by stages throughout)."""
+    while left > 0:
+        sim._stage_step()
+        left -= 1
+        if left:
+            (t, q, v, info, done), = fused.advance(sim.model, sim._fused[1][0], [control], [sim.state],
+                                                   sim._fused[1][1], left)
+            if done:
+                sim.state = State(t, q, v, sim.state.holder)
+                sim.steps += done
+                left -= done
+                if not left:
+                    sim.info = StepInfo(*info)
 
 
 @dataclass
