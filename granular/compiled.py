@@ -119,7 +119,7 @@ def _guarded(compiled, fn, arg_types):
     args = ", ".join(f"a{i}" for i in range(len(specs)))
     checks = " and ".join(f"a{i}.__class__ is ndarray and a{i}.dtype.num == {num} and a{i}.ndim == {ndim}"
                           + (f" and a{i}.flags.c_contiguous" if contiguous else "")
-                          for i, (num, ndim, contiguous) in enumerate(specs) if ndim)
+                          for i, (num, ndim, contiguous) in enumerate(specs) if ndim) or "True"  # scalars only
     source = (f"def {fn.__name__}({args}):\n"
               f"    if {checks}:\n"
               f"        return compiled({args})\n"

@@ -256,3 +256,33 @@ def test_model_knows_every_regressor_by_name():
     from granular.learning import regressors
 
     assert set(wm.REGRESSOR_NAMES) == set(regressors.REGRESSORS)
+
+
+def test_a_per_depth_model_learns_w_over_depth_and_scales_it_back(sand, tmp_path, caplog):
+    """target 'per-depth': the regressors learn w / |d| (Li et al.'s linear growth with depth), so the
+    model still passes through the data, is linear in depth from the surface to the shallowest row
+    and below the deepest, and says so only below the deepest."""
+    model = wm.fit(sand, target="per-depth")
+    below = sand.configs[:, 0] < 0
+    np.testing.assert_allclose(model.points(sand.configs), np.where(below[:, None, None], sand.wrenches, 0.0),
+                               atol=1e-8 * np.abs(sand.wrenches).max())
+    top, bottom = sand.configs[below, 0].max(), sand.configs[:, 0].min()
+    with caplog.at_level(logging.WARNING, logger="granular"):
+        shallow = model.points([[0.4 * top, 0.3], [top, 0.3]])
+        assert not caplog.records
+        deep = model.points([[1.5 * bottom, -0.3], [bottom, -0.3]])
+    assert len(caplog.records) == 1
+    np.testing.assert_allclose(shallow[0], 0.4 * shallow[1], atol=1e-9 * np.abs(shallow).max())
+    np.testing.assert_allclose(deep[0], 1.5 * deep[1], atol=1e-9 * np.abs(deep).max())
+    thetas = np.array([[-0.02, 0.3], [-0.06, -1.1], [0.4 * top, 0.0], [1.5 * bottom, 0.2]])
+    b, points = model.offsets_and_points(model.fixed_normals(32), thetas)  # the compiled path
+    np.testing.assert_allclose(points, model.points(thetas), atol=1e-9 * np.abs(points).max())
+    np.testing.assert_allclose(b, ws.support_offsets(model.fixed_normals(32), points), atol=1e-9 * b.max())
+    wm.save(model, tmp_path / "m.h5")
+    again = wm.load(tmp_path / "m.h5")
+    assert again.target == "per-depth"
+    np.testing.assert_array_equal(again.points(thetas), model.points(thetas))
+    generic = wm.fit(sand, "gp", target="per-depth")  # the same law around another regressor
+    np.testing.assert_allclose(generic.points([[0.4 * top, 0.3]]), 0.4 * generic.points([[top, 0.3]]), rtol=1e-9)
+    with pytest.raises(GranularError, match="unknown model target 'log'"):
+        wm.fit(sand, target="log")

@@ -64,3 +64,20 @@ def test_shipped_jobs_load():
     for job in sorted(shipped("training").glob("*.toml")):
         spec = training.load_job(job)
         assert spec.dataset.is_file(), f"{job} points at a missing dataset {spec.dataset}"
+
+
+def test_a_job_learns_the_target_it_names(sand, tmp_path):
+    """``target = "per-depth"`` reaches the model and its cross-validation; a wrong one is refused."""
+    from granular.data import dataset as wd
+    from granular.learning import model as wm
+
+    wd.write(sand, tmp_path / "sand.h5")
+    job = tmp_path / "job.toml"
+    job.write_text("dataset = 'sand.h5'\nout = 'm.h5'\ncv = 3\ntarget = 'per-depth'\n")
+    result, model, _ = training.run_job(training.load_job(job))
+    assert result["target"] == "per-depth" == wm.load(tmp_path / "m.h5").target
+    plain = training.cross_validate(sand, names=("rbf",), folds=3)["rbf"]["rel_rmse"]
+    assert result["cv"]["rbf"]["rel_rmse"] != pytest.approx(plain, rel=1e-6)  # the folds learned w / |d|
+    job.write_text("dataset = 'sand.h5'\nout = 'm.h5'\ntarget = 'log'\n")
+    with pytest.raises(GranularError, match="target"):
+        training.load_job(job)

@@ -210,6 +210,7 @@ def cmd_train(args):
             raise GranularError("granular train DATASET needs --out MODEL.h5 (or pass a training job .toml)")
         job = training.Job(dataset=source, out=Path(args.out))
     job.regressor = args.regressor or job.regressor
+    job.target = args.target or job.target
     job.cv = job.cv if args.cv is None else args.cv
     job.out = Path(args.out) if args.out else job.out
     job.figures = Path(args.figures) if args.figures else job.figures
@@ -358,7 +359,8 @@ def _inspect_model(args, model):
     from granular.apps import plots
 
     if args.theta is None:
-        summary = {"kind": "model", "regressor": model.regressor, "medium": model.dataset.medium,
+        summary = {"kind": "model", "regressor": model.regressor, "target": model.target,
+                   "medium": model.dataset.medium,
                    "source": model.dataset.source, "d_range_m": [model.d_min, 0.0],
                    "phi_range_rad": [-model.phi_max, model.phi_max], "m_directions": model.m, **model.info}
         if args.plot:
@@ -629,6 +631,8 @@ def build_parser():
     t.add_argument("source", help="dataset .h5, or a training job .toml")
     t.add_argument("--out", help="model file to write (.h5)")
     t.add_argument("--regressor", choices=["rbf", "gp", "svr"])
+    t.add_argument("--target", choices=["wrench", "per-depth"],
+                   help="learn the wrenches, or the wrenches per unit depth (w / |d|; default: the job's, else wrench)")
     t.add_argument("--cv", type=_number(0, 1000, kind=int), help="K-fold cross-validation of all regressors")
     t.add_argument("--figures", help="directory for the figures")
     t.add_argument("--json", action="store_true", help="print one JSON object")

@@ -44,20 +44,28 @@ def rbf_predict(X, centers, c2, kernel, degree, coef):
     return rbf_features(X, centers, c2, kernel, degree) @ coef
 
 
-@kernel("f8[:, ::1], f8[::1], f8[::1], f8[::1], i8, f8[:, ::1], f8[::1], i8, i8, f8[:, ::1], f8[:, ::1]")
-def support_of_mirror_average(thetas, lo, hi, x_scale, phi_active, centers, c2, kernel, degree, coef, A):
+@kernel("f8, f8, i8")
+def depth_factor(d, d_min, per_depth):
+    """What the regressors' output is multiplied by at depth d < 0 (``WrenchSpaceModel.depth_factor``):
+    |d| where they learned W per unit depth, else 1 within the data and d / d_min below it."""
+    return -d if per_depth else max(1.0, d / d_min)
+
+
+@kernel("f8[:, ::1], f8[::1], f8[::1], f8[::1], i8, i8, f8[:, ::1], f8[::1], i8, i8, f8[:, ::1], f8[:, ::1]")
+def support_of_mirror_average(thetas, lo, hi, x_scale, phi_active, per_depth, centers, c2, kernel, degree, coef, A):
     """(b, W, clamped) at configurations θ (k, 2): b = max(0, max_i A w_i(θ)) per configuration, the
     fixed-normal offsets of the mirror-averaged RBF, and W (k, 3m) its extreme wrenches (the
-    data-flow law reuses them); both zero where d ≥ 0. The model's inputs, built here because
-    numpy's per-call overhead on 4 × 2 arrays was a tenth of the data-flow step: θ clamped to
-    [lo, hi] (``clamped``: whether that moved a configuration in contact), then divided by x_scale,
-    without the φ column unless ``phi_active`` (``WrenchSpaceModel._x``, compiled)."""
+    data-flow law reuses them), both scaled by :func:`depth_factor`; zero where d ≥ 0. The model's
+    inputs, built here because numpy's per-call overhead on 4 × 2 arrays was a tenth of the
+    data-flow step: θ clamped to [lo, hi] (``clamped``: whether a configuration in contact lay
+    deeper or more tilted than the data), then divided by x_scale, without the φ column unless
+    ``phi_active`` (``WrenchSpaceModel._x``, compiled)."""
     k, K, dim = thetas.shape[0], A.shape[0], 1 + phi_active
     X = np.empty((k, dim))
     clamped = False
     for i in range(k):
         d, phi = min(max(thetas[i, 0], lo[0]), hi[0]), min(max(thetas[i, 1], lo[1]), hi[1])
-        if thetas[i, 0] < 0.0 and (d != thetas[i, 0] or phi != thetas[i, 1]):  # as WrenchSpaceModel.clamp
+        if thetas[i, 0] < 0.0 and (thetas[i, 0] < lo[0] or phi != thetas[i, 1]):  # as WrenchSpaceModel.clamp
             clamped = True
         X[i, 0] = d / x_scale[0]
         if phi_active:
@@ -70,6 +78,7 @@ def support_of_mirror_average(thetas, lo, hi, x_scale, phi_active, centers, c2, 
         if not thetas[i, 0] < 0.0:  # out of contact (NaN too, as WrenchSpaceModel.points)
             W[i] = 0.0
             continue
+        W[i] *= depth_factor(thetas[i, 0], lo[0], per_depth)
         row = b[i]
         for j in range(m):
             w0, w1, w2 = W[i, 3 * j], W[i, 3 * j + 1], W[i, 3 * j + 2]

@@ -5,6 +5,12 @@ W(θ) is their convex hull (:mod:`granular.wrench.polytopes`). The model is exac
 mirror-symmetric: it is trained on the data and its mirror image and its
 prediction is averaged with the mirrored prediction at (d, −φ).
 
+What the regressors learn is the model's ``target``: the wrenches themselves ("wrench"), or the
+wrenches per unit depth, w / |d| ("per-depth"), multiplied by |d| again when predicting. Granular
+resistance grows about linearly with depth (Li et al. 2013, eq. 1), so w / |d| varies far less
+over the grid than w: an interpolant through a few noisy rows then neither dips between them nor
+overshoots past them, and the same law carries W to the surface and below the deepest data.
+
 A model file (HDF5) holds the training dataset, the regressor's parameters
 and its fitted arrays (RBF: centres and coefficients), which loading sets
 without refitting; regressors without stored arrays (GP, SVR) refit
@@ -26,13 +32,15 @@ from granular.wrench.flow import DirectionMap, choose_tail
 from granular.errors import GranularError
 from granular.frames import MIRROR
 from granular.io.h5io import atomic_h5, attr, read_h5
-from granular.learning.linear import KERNELS, rbf_predict, support_of_mirror_average
+from granular.learning.linear import KERNELS, depth_factor, rbf_predict, support_of_mirror_average
 from granular.data.sampling import mirror_permutation
 
 log = logging.getLogger(__name__)
 _FLIP_PHI = np.array([1.0, -1.0])
 #: The names of :data:`granular.learning.regressors.REGRESSORS`, without importing scikit-learn.
 REGRESSOR_NAMES = ("rbf", "gp", "svr")
+#: What the regressors learn (the module's docstring): the wrenches, or the wrenches per unit depth.
+TARGETS = ("wrench", "per-depth")
 FORMAT = "granular-wrench-model"
 VERSION = 2  # 1: no fitted arrays (refitted on load), still read
 
@@ -63,24 +71,33 @@ class WrenchSpaceModel:
     info: dict = field(default_factory=dict)
     fitted: dict = field(default_factory=dict, repr=False)  # per group: a model file's fitted arrays
     normals: dict = field(default_factory=dict, repr=False)  # K -> fitted fixed normals (K, 3), kept
+    target: str = "wrench"  # one of TARGETS
 
     def __post_init__(self):
         ds = self.dataset
+        if self.target not in TARGETS:
+            raise GranularError(f"unknown model target {self.target!r}; choose one of {', '.join(TARGETS)}")
         self._warned = False
         self.perm = mirror_permutation(ds.directions)
         train = symmetrize(ds)
+        below = train.configs[:, 0] < 0
+        if not below.any():
+            raise GranularError(f"dataset {ds.medium!r} has no configuration below the surface (d < 0)")
         self.d_min = float(train.configs[:, 0].min())
         self.phi_max = float(np.abs(train.configs[:, 1]).max())
-        if self.d_min >= 0:
-            raise GranularError(f"dataset {ds.medium!r} has no configuration below the surface (d < 0)")
+        self.per_depth = int(self.target == "per-depth")
         self.x_scale = np.array([-self.d_min, self.phi_max if self.phi_max > 0 else 1.0])
         self.active = np.array([True, self.phi_max > 0])
         self._lo = np.array([self.d_min, -self.phi_max])
-        self._hi = np.array([0.0, self.phi_max])
+        # per unit depth, W between the surface and the shallowest data is that row's times |d|
+        self._hi = np.array([train.configs[below, 0].max() if self.per_depth else 0.0, self.phi_max])
         f = np.nanmax(np.abs(np.where(train.valid[..., None], train.wrenches, 0.0)[..., :2]))
         t = np.nanmax(np.abs(np.where(train.valid, train.wrenches[..., 2], 0.0)))
         f = f if f > 0 else 1.0
         self.scale = np.array([f, f, t if t > 0 else f * ds.foot.r_offset])
+        if self.per_depth:  # the surface's zero rows say nothing of w / |d|
+            train = replace(train, configs=train.configs[below], valid=train.valid[below],
+                            wrenches=train.wrenches[below] / -train.configs[below, :1, None])
         self._fit(train)
 
     def _x(self, configs):
@@ -178,10 +195,11 @@ class WrenchSpaceModel:
         return len(self.dataset.directions)
 
     def clamp(self, thetas):
-        """θ clamped to the data's range (within [−π/2, π/2] in φ); warns once if that changes it."""
+        """θ clamped to the data's range (within [−π/2, π/2] in φ); warns once if that moves one
+        deeper or more tilted than the data."""
         thetas = np.asarray(thetas, dtype=float).reshape(-1, 2)
         out = thetas.clip(self._lo, self._hi)  # the method: a third of np.clip's overhead on tiny arrays
-        if (out != thetas).any():
+        if (out[:, 1] != thetas[:, 1]).any() or (thetas[:, 0] < self._lo[0]).any():
             self.warn_clamped()
         return out
 
@@ -193,14 +211,16 @@ class WrenchSpaceModel:
                         self.dataset.medium, self.d_min, self.phi_max)
 
     def depth_factor(self, thetas):
-        """max(1, d / d_min) per configuration: below the deepest data W(d, φ) = (d / d_min) W(d_min, φ).
+        """What the regressors' prediction at the clamped θ is multiplied by, per configuration in
+        contact (:func:`~granular.learning.linear.depth_factor`): |d| for the per-depth target, else
+        max(1, d / d_min), so that below the deepest data W(d, φ) = (d / d_min) W(d_min, φ).
 
         Granular resistance grows about linearly with depth (hydrostatic-like: RFT's stress is
         ζ α |z|, Li et al. 2013 eq. 1), so past the data the deepest W is scaled rather than held,
         which would let a foot loaded beyond the data's largest resistance sink without limit.
         """
         d = np.asarray(thetas, dtype=float).reshape(-1, 2)[:, 0]
-        return np.maximum(1.0, d / self.d_min) if (d < self.d_min).any() else np.ones(len(d))
+        return np.array([depth_factor(x, self.d_min, self.per_depth) for x in d.tolist()])
 
     def outside(self, thetas):
         """Per configuration in contact: True where θ lies outside the data's range (extrapolated)."""
@@ -285,39 +305,33 @@ class WrenchSpaceModel:
         if self._linear is None:
             points = self.points(thetas)
             return wrenchspace.support_offsets(A, points), points
-        b, W, clamped = support_of_mirror_average(thetas, self._lo, self._hi, self.x_scale, int(self.active[1]),
-                                                  *self._linear, A)
+        b, W, clamped = support_of_mirror_average(thetas, *self.rbf_arrays(), A)
         if clamped:
             self.warn_clamped()
-        W = W.reshape(len(thetas), self.m, 3)
-        if (thetas[:, 0] >= self.d_min).all():
-            return b, W
-        factor = self.depth_factor(thetas)
-        return b * factor[:, None], W * factor[:, None, None]
-
+        return b, W.reshape(len(thetas), self.m, 3)
 
     def rbf_arrays(self) -> tuple | None:
         """The compiled RBF's inputs, as :func:`~granular.learning.linear.support_of_mirror_average`
-        takes them after θ: (lo, hi, x_scale, φ active, centres, their squared norms, kernel id,
-        degree, folded coefficients; groups of directions joined, :meth:`_joined`); None where W(θ)
-        is learned by another regressor than RBF."""
+        takes them after θ: (lo, hi, x_scale, φ active, per depth, centres, their squared norms,
+        kernel id, degree, folded coefficients; groups of directions joined, :meth:`_joined`); None
+        where W(θ) is learned by another regressor than RBF."""
         if self._linear is None:
             return None
         return (self._lo, self._hi, np.ascontiguousarray(self.x_scale, np.float64), int(self.active[1]),
-                *self._linear)
+                self.per_depth, *self._linear)
 
 
-def fit(ds: wd.WrenchDataset, regressor: str = "rbf", **params) -> WrenchSpaceModel:
+def fit(ds: wd.WrenchDataset, regressor: str = "rbf", target: str = "wrench", **params) -> WrenchSpaceModel:
     from granular.learning import regressors
 
     regressors.make(regressor)  # unknown names fail before any work
-    return WrenchSpaceModel(ds, regressor, {"group0": params} if params else {})
+    return WrenchSpaceModel(ds, regressor, {"group0": params} if params else {}, target=target)
 
 
 def save(model: WrenchSpaceModel, path):
     with atomic_h5(path) as f:
         f.attrs.update({"format": FORMAT, "version": VERSION, "regressor": model.regressor,
-                        "info": json.dumps(model.info)})
+                        "target": model.target, "info": json.dumps(model.info)})
         wd.write_group(f.create_group("dataset"), model.dataset)
         model.fixed_normals(32)  # the simulator's default: stored, so loading needs no clustering
         for top, content in (("params", model.params), ("fitted", model.fitted), ("normals", {"fitted": model.normals})):
@@ -343,6 +357,9 @@ def load(path) -> WrenchSpaceModel:
         regressor = attr(f, "regressor", path)
         if regressor not in REGRESSOR_NAMES:
             raise GranularError(f"{path}: unknown regressor {regressor!r}")
+        target = attr(f, "target", path) if "target" in f.attrs else "wrench"  # older files: the wrenches
+        if target not in TARGETS:
+            raise GranularError(f"{path}: unknown model target {target!r}")
         if "dataset" not in f or "params" not in f:
             raise GranularError(f"{path}: model file lacks its 'dataset' or 'params' group")
         ds = wd.read_group(f["dataset"], f"{path} (embedded dataset)")
@@ -353,7 +370,7 @@ def load(path) -> WrenchSpaceModel:
         except json.JSONDecodeError:
             raise GranularError(f"{path}: attribute 'info' is not valid JSON") from None
     try:
-        model = WrenchSpaceModel(ds, regressor, params, info, fitted)
+        model = WrenchSpaceModel(ds, regressor, params, info, fitted, target=target)
     except (TypeError, ValueError, KeyError, GranularError) as exc:
         # without stored coefficients the model refits its embedded data, which can fail too
         raise GranularError(f"{path}: cannot rebuild the {regressor} model from its parameters ({exc})") from None

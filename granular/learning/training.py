@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 
 
 def cross_validate(ds: wd.WrenchDataset, names=tuple(REGRESSORS), folds: int = 5, seed: int = 0,
-                   progress: bool = False) -> dict:
+                   progress: bool = False, target: str = "wrench") -> dict:
     """K-fold CV over configurations: {regressor: {rel_rmse, rel_rmse_fx, rel_rmse_fz, rel_rmse_tau}}.
 
     Errors are ‖predicted − measured‖ / ‖measured‖ over every held-out valid
@@ -50,7 +50,7 @@ def cross_validate(ds: wd.WrenchDataset, names=tuple(REGRESSORS), folds: int = 5
         ref = np.zeros(3)
         for test in splits:
             train = np.setdiff1d(np.arange(ds.n), test)
-            fold = wm.fit(ds.subset(train), name)
+            fold = wm.fit(ds.subset(train), name, target)
             fold._warned = True  # held-out configurations past a fold's data are expected: no warning
             pred = fold.points(ds.configs[test])
             ok = ds.valid[test]
@@ -129,6 +129,7 @@ class Job:
     figures: Path | None = None
     fixed_normals: list = field(default_factory=lambda: [16, 32, 64])
     plot_thetas: list = field(default_factory=list)
+    target: str = "wrench"
 
 
 class JobFile(Schema):
@@ -141,6 +142,7 @@ class JobFile(Schema):
     figures: str | None = None
     fixed_normals: tuple[Annotated[int, Meta(ge=8, le=256)], ...] = (16, 32, 64)
     plot_thetas: tuple[tuple[Finite, Finite], ...] = ()
+    target: Literal["wrench", "per-depth"] = "wrench"  # wm.TARGETS
 
 
 def load_job(path) -> Job:
@@ -149,7 +151,7 @@ def load_job(path) -> Job:
     where = lambda p: None if p is None else (path.parent / p).resolve()  # noqa: E731
     return Job(dataset=where(spec.dataset), out=where(spec.out), regressor=spec.regressor, cv=spec.cv,
                figures=where(spec.figures), fixed_normals=list(spec.fixed_normals),
-               plot_thetas=[list(x) for x in spec.plot_thetas])
+               plot_thetas=[list(x) for x in spec.plot_thetas], target=spec.target)
 
 
 def run_job(job: Job, progress: bool = False):
@@ -157,10 +159,11 @@ def run_job(job: Job, progress: bool = False):
     error, save the model. Returns (result dict for --json, the model, the full concavity table)."""
     ds = wd.read(job.dataset)
     log.info("training %s on %s (%s, %s: %d × %d)", job.regressor, job.dataset, ds.medium, ds.source, ds.n, ds.m)
-    result = {"model": str(job.out), "dataset": str(job.dataset), "regressor": job.regressor, "medium": ds.medium}
+    result = {"model": str(job.out), "dataset": str(job.dataset), "regressor": job.regressor, "medium": ds.medium,
+              "target": job.target}
     if job.cv:
-        result["cv"] = cross_validate(ds, tuple(REGRESSORS), job.cv, progress=progress)
-    model = wm.fit(ds, job.regressor)
+        result["cv"] = cross_validate(ds, tuple(REGRESSORS), job.cv, progress=progress, target=job.target)
+    model = wm.fit(ds, job.regressor, job.target)
     concavity = concavity_table(ds)
     result["concavity"] = {k: v for k, v in concavity.items() if k != "per_config"}
     result["non_associativity"] = flow_mismatch_table(ds)

@@ -79,8 +79,7 @@ def plan(model, solver) -> tuple | None:
             feet.bodies.astype(np.int64), feet.points, feet.axis, feet.roll_radius, feet.r_offset,
             np.ascontiguousarray(feet.grain_mass.ravel()),
             *model.terrain.arrays,
-            np.ascontiguousarray(model.A_fixed, f8), *rbf[:6], int(rbf[6]), int(rbf[7]), rbf[8],
-            float(model.wrenches.d_min))
+            np.ascontiguousarray(model.A_fixed, f8), *rbf[:7], int(rbf[7]), int(rbf[8]), rbf[9])
 
 
 def advance(model, arrays, controls, states, warms, steps: int):
@@ -126,7 +125,7 @@ _TYPES = ("f8[:, ::1], f8[:, ::1], f8[::1], i8, f8",                            
           "i8[::1], f8[:, ::1], f8[::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1], f8, i8[::1], i8[::1]",  # bodies
           "i8[::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1], f8[::1]",                          # feet
           "f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1]",                                # terrain
-          "f8[:, ::1], f8[::1], f8[::1], f8[::1], i8, f8[:, ::1], f8[::1], i8, i8, f8[:, ::1], f8",  # W(θ)
+          "f8[:, ::1], f8[::1], f8[::1], f8[::1], i8, i8, f8[:, ::1], f8[::1], i8, i8, f8[:, ::1]",  # W(θ)
           "i8, f8[:, ::1], f8[:, ::1], f8[::1], f8[::1], f8[:, ::1], i8[::1], f8[::1], f8[::1], i8[:, ::1]",  # control
           "f8[:, :, ::1], f8[:, :, ::1], i8[:, :, ::1], f8[:, :, ::1], i8[:, ::1], i8[::1], f8[::1]")  # outputs
 
@@ -136,7 +135,7 @@ def fused_steps(q, v, t, steps, dt,
                 parent, joint, offset, chain, com, mass, inertia, gravity, dofs, starts,
                 bodies, points, axis, roll, r_offset, grain_mass,
                 ta, tt, tn, tlo, thi,
-                A_fixed, lo, hi, x_scale, phi_active, centers, c2, rbf, degree, coef, d_min,
+                A_fixed, lo, hi, x_scale, phi_active, per_depth, centers, c2, rbf, degree, coef,
                 kind, limits, goals, trot, times, xz, limbs, geometry, sides, columns,
                 theta_out, wrench_out, flags_out, pc_out, warms, done, effort):
     """``steps`` steps of :func:`~granular.simulation.step.step` for each robot r (rows of q, v, t,
@@ -151,7 +150,7 @@ def fused_steps(q, v, t, steps, dt,
         done[r], outside, effort[r], t[r] = _steps(
             q[r], v[r], t[r], steps, dt, parent, joint, offset, chain, com, mass, inertia, gravity, dofs, starts,
             bodies, points, axis, roll, r_offset, grain_mass, ta, tt, tn, tlo, thi,
-            A_fixed, lo, hi, x_scale, phi_active, centers, c2, rbf, degree, coef, d_min,
+            A_fixed, lo, hi, x_scale, phi_active, per_depth, centers, c2, rbf, degree, coef,
             kind, limits, goals[r], trot, times, xz, limbs, geometry, sides, columns,
             theta_out[r], wrench_out[r], flags_out[r], pc_out[r], warms[r])
         clamped = clamped or outside
@@ -163,7 +162,7 @@ def _steps(q, v, t, steps, dt,
            parent, joint, offset, chain, com, mass, inertia, gravity, dofs, starts,
            bodies, points, axis, roll, r_offset, grain_mass,
            ta, tt, tn, tlo, thi,
-           A_fixed, lo, hi, x_scale, phi_active, centers, c2, rbf, degree, coef, d_min,
+           A_fixed, lo, hi, x_scale, phi_active, per_depth, centers, c2, rbf, degree, coef,
            kind, limits, goal, trot, times, xz, limbs, geometry, sides, columns,
            theta_out, wrench_out, flags_out, pc_out, warm):
     """One robot's steps (:func:`fused_steps`): (steps done, clamped, the controller's effort, t)."""
@@ -200,10 +199,10 @@ def _steps(q, v, t, steps, dt,
             for i in range(n):
                 q[i] += dt * v[i]
             continue
-        b, _, outside = support_of_mirror_average(theta_on, lo, hi, x_scale, phi_active, centers, c2, rbf, degree,
-                                                  coef, A_fixed)
+        b, _, outside = support_of_mirror_average(theta_on, lo, hi, x_scale, phi_active, per_depth, centers, c2,
+                                                  rbf, degree, coef, A_fixed)
         clamped = clamped or outside
-        A, ub, rows = _stacked(A_fixed, b, theta_on, d_min, dt)
+        A, ub, rows = _stacked(A_fixed, b, dt)
         P, g, B, v_free = _reduce(M, Jt_on, Jp_on, Mg, v, impulse, dofs, starts)
         c, ok = _solve(P, g, A, ub, rows, warm)
         if ok and grains and _work(c, Jt_on, v_free, B) > 1e-10:  # step.WORK_TOLERANCE
@@ -229,20 +228,18 @@ def _free_flight(M, v, impulse):
 
 
 @kernel()
-def _stacked(A_fixed, b, theta, d_min, dt):
-    """Block-diagonal (A, ub, rows) of the feet's W(θ), ub = h b, with b scaled past the deepest data
-    as :meth:`~granular.learning.model.WrenchSpaceModel.depth_factor` scales it."""
+def _stacked(A_fixed, b, dt):
+    """Block-diagonal (A, ub, rows) of the feet's W(θ), ub = h b."""
     nc, K = b.shape[0], A_fixed.shape[0]
     A = np.zeros((nc * K, 3 * nc))
     ub = np.empty(nc * K)
     rows = np.empty(nc + 1, dtype=np.int64)
     for a in range(nc):
         rows[a] = a * K
-        factor = max(1.0, theta[a, 0] / d_min)
         for f in range(K):
             for c in range(3):
                 A[a * K + f, 3 * a + c] = A_fixed[f, c]
-            ub[a * K + f] = dt * b[a, f] * factor
+            ub[a * K + f] = dt * b[a, f]
     rows[nc] = nc * K
     return A, ub, rows
 
