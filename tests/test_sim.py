@@ -152,6 +152,8 @@ def test_piecewise_terrain_heights_and_normals():
     ground = terrain.Terrain((-1.0, 0.0, 1.0), (0.5, 0.0, 0.0))
     assert ground.height(-0.5) == pytest.approx(0.25)
     assert ground.height(0.5) == pytest.approx(0.0)
+    xs = np.array([-2.0, -1.0, -0.3, 0.0, 0.7, 1.0, 3.0])  # a float takes a path of its own: the same heights
+    np.testing.assert_allclose([ground.height(float(x)) for x in xs], ground.height(xs), rtol=0, atol=1e-15)
     pc, n, h = ground.closest([[0.5, 0.1], [-0.5, 0.25 + 0.1]])
     np.testing.assert_allclose(h, [0.1, 0.1 * np.cos(np.arctan(0.5))])
     np.testing.assert_allclose(n[0], [0.0, 1.0])

@@ -48,12 +48,12 @@ except ModuleNotFoundError as exc:  # only a missing gymnasium; a broken install
     raise GranularError("granular.apps.gym needs gymnasium: pip install 'granular[rl]' "
                         "(or pip install 'gymnasium>=1.0')") from None
 
-from granular.contact.detection import detect
+from granular.compiled import unchecked
 from granular.contact.qp import make_solver
 from granular.scenarios import scenario as scenarios
 from granular.scenarios.control import JointPD
 from granular.scenarios.robots import JOINTS, LIMBS
-from granular.simulation.fused import CONSTANT, JointControl
+from granular.simulation.fused import CONSTANT, JointControl, depth_arrays, foot_depths
 from granular.simulation.simulation import Simulation
 from granular.simulation.step import State
 
@@ -121,6 +121,7 @@ class _Medium:
         # Nominal stance: the scenario's joint targets at t = 0 for a level torso (for quad-trot, the
         # standing pose before the gait starts), held as Hold holds a pose.
         self.nominal = np.clip(sim.controller.targets(0.0, 0.0), self.robot.lower[3:], self.robot.upper[3:])
+        self.depth_arrays = depth_arrays(self.model)
 
 
 class QuadrupedEnv(gymnasium.Env):
@@ -248,10 +249,8 @@ class QuadrupedEnv(gymnasium.Env):
     # -- what the policy and the user see --------------------------------------------------------
     def foot_depths(self) -> np.ndarray:
         """θ's d of each foot at the current state (m): negative in the medium, 0 out of it."""
-        model, q = self.sim.model, self.sim.state.q
-        mb = model.multibody
-        frames = detect(mb, model.feet, model.terrain, mb.frames(q))
-        return np.minimum(frames.theta[:, 0], 0.0)
+        m = self._media[self.medium]
+        return unchecked(foot_depths)(np.ascontiguousarray(self.sim.state.q, np.float64), *m.depth_arrays)
 
     def _observation(self, height=None) -> np.ndarray:
         """The observation at the current state; ``height``: the torso's above the ground, if known."""

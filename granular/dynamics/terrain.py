@@ -7,6 +7,7 @@ flat-wise beyond its ends with the slope of its end segments. ``flat`` and
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +32,7 @@ class Terrain:
         if np.any(np.diff(xs) <= 0):
             raise GranularError("terrain x coordinates must be strictly increasing")
         object.__setattr__(self, "_x", xs)
+        object.__setattr__(self, "_points", (tuple(xs.tolist()), tuple(zs.tolist())))
         object.__setattr__(self, "_z", zs)
         d = np.stack([np.diff(xs), np.diff(zs)], axis=1)
         t = d / np.linalg.norm(d, axis=1, keepdims=True)
@@ -42,7 +44,11 @@ class Terrain:
         object.__setattr__(self, "_hi", np.where(np.arange(len(lengths)) == len(lengths) - 1, np.inf, lengths))
 
     def height(self, x):
-        """Surface height h(x), extrapolating the end segments."""
+        """Surface height h(x), extrapolating the end segments (a float for a float x)."""
+        if isinstance(x, float):  # a torso's height, every control period: no numpy for one number
+            xs, zs = self._points
+            i = min(max(bisect_right(xs, x) - 1, 0), len(xs) - 2)
+            return zs[i] + (x - xs[i]) * (zs[i + 1] - zs[i]) / (xs[i + 1] - xs[i])
         x = np.asarray(x, float)
         i = self._segment(x)
         return self._z[i] + (x - self._x[i]) * (self._z[i + 1] - self._z[i]) / (self._x[i + 1] - self._x[i])

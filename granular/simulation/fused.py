@@ -82,6 +82,23 @@ def plan(model, solver) -> tuple | None:
             np.ascontiguousarray(model.A_fixed, f8), *rbf[:7], int(rbf[7]), int(rbf[8]), rbf[9])
 
 
+def depth_arrays(model) -> tuple:
+    """The model's arrays for :func:`foot_depths`, after q."""
+    mb, feet, terrain = model.multibody, model.feet, model.terrain
+    return (mb.parent, np.ascontiguousarray(mb.joint, np.float64), mb.offset, mb.chain, feet.bodies.astype(np.int64),
+            feet.points, feet.axis, feet.roll_radius, feet.r_offset, *terrain.arrays)
+
+
+@kernel("f8[::1], i8[::1], f8[:, ::1], f8[::1], f8[:, ::1], i8[::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1]",
+        "f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1]")
+def foot_depths(q, parent, joint, offset, chain, bodies, points, axis, roll, r_offset, ta, tt, tn, tlo, thi):
+    """θ's d of each foot at the state q (m): negative in the medium, 0 out of it (one compiled call,
+    for an observation; ``depth_arrays`` gives the model's arguments)."""
+    angle, origin = _frames(q, parent, joint, offset)
+    theta = _detect(angle, origin, chain, bodies, points, axis, roll, r_offset, ta, tt, tn, tlo, thi)[0]
+    return np.minimum(theta[:, 0], 0.0)
+
+
 def advance(model, arrays, controls, states, warms, steps: int):
     """Step each of ``states`` (robots of one model; robot r under ``controls[r]``, its QP warm
     started from ``warms[r]``, :func:`workspace`) ``steps`` times in one call. All controls share
