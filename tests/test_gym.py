@@ -197,6 +197,10 @@ def test_bad_arguments_are_clear_errors(env):
         gym_env.QuadrupedEnv(media=["sand"], scenario="drop-upright")
     with pytest.raises(GranularError, match="render_mode"):
         gym_env.QuadrupedEnv(media=["sand"], render_mode="human")
+    fresh = gym_env.QuadrupedEnv(media=["sand"])
+    for call in (lambda: fresh.step(np.zeros(12)), fresh.foot_depths):
+        with pytest.raises(GranularError, match=r"call reset\(\) before"):
+            call()
     env.reset(seed=0)
     with pytest.raises(GranularError, match="12 finite numbers"):
         env.step(np.zeros(3))

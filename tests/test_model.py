@@ -286,3 +286,23 @@ def test_a_per_depth_model_learns_w_over_depth_and_scales_it_back(sand, tmp_path
     np.testing.assert_allclose(generic.points([[0.4 * top, 0.3]]), 0.4 * generic.points([[top, 0.3]]), rtol=1e-9)
     with pytest.raises(GranularError, match="unknown model target 'log'"):
         wm.fit(sand, target="log")
+    with pytest.raises(GranularError, match="two depths or more"):  # w / |d| over one depth: nothing to fit in d
+        wm.fit(sand.subset(np.flatnonzero(sand.configs[:, 0] >= top)), target="per-depth")
+
+
+def test_a_model_file_says_what_its_regressors_learned(sand, tmp_path):
+    """Files carry version 3 and their target (a reader that knew no target would take w / |d| for w);
+    version 2 files, without one, load as the wrenches; a target that is not a name is refused."""
+    import h5py
+
+    path = tmp_path / "m.h5"
+    wm.save(wm.fit(sand), path)
+    with h5py.File(path, "a") as f:
+        assert f.attrs["version"] == 3 and f.attrs["target"] == "wrench"
+        f.attrs["version"] = 2
+        del f.attrs["target"]
+    assert wm.load(path).target == "wrench"
+    with h5py.File(path, "a") as f:
+        f.attrs["target"] = np.arange(3)
+    with pytest.raises(GranularError, match="unknown model target"):
+        wm.load(path)

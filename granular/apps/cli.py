@@ -377,7 +377,7 @@ def _inspect_model(args, model):
         Af = model.fixed_normals(args.fixed)
         out["fixed"] = {"K": args.fixed, "A": Af.tolist(), "b": model.offsets(Af, theta[None])[0].tolist()}
     if args.plot:
-        d, phi = model.clamp(theta[None])[0]
+        d, phi = min(max(theta[0], model.d_min), 0.0), min(max(theta[1], -model.phi_max), model.phi_max)
         thetas = [theta, [d, float(np.clip(phi + 0.3, -model.phi_max, model.phi_max))],
                   [max(model.d_min, d - 0.3 * abs(model.d_min)), phi]]
         plots.wrench_spaces(model.points(thetas), [_label(theta), "tilted: " + _label(thetas[1]),

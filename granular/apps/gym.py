@@ -249,6 +249,8 @@ class QuadrupedEnv(gymnasium.Env):
     # -- what the policy and the user see --------------------------------------------------------
     def foot_depths(self) -> np.ndarray:
         """θ's d of each foot at the current state (m): negative in the medium, 0 out of it."""
+        if self.sim is None:
+            raise GranularError("call reset() before foot_depths()")
         m = self._media[self.medium]
         return unchecked(foot_depths)(np.ascontiguousarray(self.sim.state.q, np.float64), *m.depth_arrays)
 

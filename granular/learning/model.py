@@ -42,7 +42,7 @@ REGRESSOR_NAMES = ("rbf", "gp", "svr")
 #: What the regressors learn (the module's docstring): the wrenches, or the wrenches per unit depth.
 TARGETS = ("wrench", "per-depth")
 FORMAT = "granular-wrench-model"
-VERSION = 2  # 1: no fitted arrays (refitted on load), still read
+VERSION = 3  # 1: no fitted arrays (refitted on load); 2: no target (the wrenches); both still read
 
 
 def symmetrize(ds: wd.WrenchDataset) -> wd.WrenchDataset:
@@ -86,6 +86,9 @@ class WrenchSpaceModel:
         self.d_min = float(train.configs[:, 0].min())
         self.phi_max = float(np.abs(train.configs[:, 1]).max())
         self.per_depth = int(self.target == "per-depth")
+        if self.per_depth and len(np.unique(train.configs[below, 0])) < 2:
+            raise GranularError(f"target 'per-depth' needs data at two depths or more below the surface; "
+                                f"{ds.medium!r} has one (d = {self.d_min:g} m): learn the wrenches instead")
         self.x_scale = np.array([-self.d_min, self.phi_max if self.phi_max > 0 else 1.0])
         self.active = np.array([True, self.phi_max > 0])
         self._lo = np.array([self.d_min, -self.phi_max])
@@ -353,12 +356,12 @@ def _groups(f, top, path) -> dict:
 
 
 def load(path) -> WrenchSpaceModel:
-    with read_h5(path, FORMAT, {1, VERSION}) as f:
+    with read_h5(path, FORMAT, {1, 2, VERSION}) as f:
         regressor = attr(f, "regressor", path)
-        if regressor not in REGRESSOR_NAMES:
+        if not isinstance(regressor, str) or regressor not in REGRESSOR_NAMES:
             raise GranularError(f"{path}: unknown regressor {regressor!r}")
         target = attr(f, "target", path) if "target" in f.attrs else "wrench"  # older files: the wrenches
-        if target not in TARGETS:
+        if not isinstance(target, str) or target not in TARGETS:
             raise GranularError(f"{path}: unknown model target {target!r}")
         if "dataset" not in f or "params" not in f:
             raise GranularError(f"{path}: model file lacks its 'dataset' or 'params' group")

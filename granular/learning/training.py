@@ -158,7 +158,8 @@ def run_job(job: Job, progress: bool = False):
     """Run a training job: cross-validate (if ``job.cv``), fit, measure concavity and the fixed-normal
     error, save the model. Returns (result dict for --json, the model, the full concavity table)."""
     ds = wd.read(job.dataset)
-    log.info("training %s on %s (%s, %s: %d × %d)", job.regressor, job.dataset, ds.medium, ds.source, ds.n, ds.m)
+    log.info("training %s (target %s) on %s (%s, %s: %d × %d)", job.regressor, job.target, job.dataset, ds.medium,
+             ds.source, ds.n, ds.m)
     result = {"model": str(job.out), "dataset": str(job.dataset), "regressor": job.regressor, "medium": ds.medium,
               "target": job.target}
     if job.cv:
