@@ -160,3 +160,18 @@ def test_merge_averages_realisations_and_keeps_their_spread(tmp_path):
     np.testing.assert_allclose(spread[3, 0], np.abs(0.2 * a.wrenches[3, 0]) / np.sqrt(2), rtol=1e-12)
     wd.write(merged, tmp_path / "avg.h5")
     assert wd.read(tmp_path / "avg.h5").provenance["realisations"].shape == (merged.n, merged.m)
+
+
+def test_merging_a_new_row_into_averaged_data_keeps_the_counts():
+    """A plain merge of an averaged grid and a new acquisition keeps each sample's realisations and
+    spread: the averaged ones as they were, one and 0 for the new row (an acquisition is one bed)."""
+    from granular.data.synth import synthesize
+
+    a = synthesize("rft", "sand", [0.0, -0.02], [0.0, 0.5], 10)
+    averaged = wd.merge([a, replace(a, wrenches=a.wrenches * 1.2)], average=True)
+    new = synthesize("rft", "sand", [0.0, -0.04], [0.0], 10)
+    merged = wd.merge([averaged, new])
+    count, spread = merged.provenance["realisations"], merged.provenance["realisation_spread"]
+    np.testing.assert_array_equal(count[:averaged.n], averaged.provenance["realisations"])
+    np.testing.assert_array_equal(spread[:averaged.n], averaged.provenance["realisation_spread"])
+    assert (count[-1] == 1).all() and (spread[-1] == 0).all()

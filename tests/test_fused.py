@@ -138,11 +138,13 @@ def run(name, steps, stages, **overrides):
     return sim, infos
 
 
-@pytest.mark.parametrize("name, steps", [("quad-trot", 1500), ("quad-push", 1200), ("quad-slide", 800)])
-def test_the_fused_step_equals_the_step_by_stages(name, steps):
-    """Trot (gait), push (keyframes) and slide (a held pose): the whole run, state and contacts."""
-    a, info_a = run(name, steps, stages=False)
-    b, info_b = run(name, steps, stages=True)
+@pytest.mark.parametrize("name, steps, medium", [("quad-trot", 1500, "sand"), ("quad-push", 1200, "sand"),
+                                                  ("quad-slide", 800, "sand"), ("quad-trot", 1000, "beads")])
+def test_the_fused_step_equals_the_step_by_stages(name, steps, medium):
+    """Trot (gait), push (keyframes) and slide (a held pose): the whole run, state and contacts; on
+    Beads, a model of W per unit depth whose groups of directions are joined."""
+    a, info_a = run(name, steps, stages=False, medium=medium)
+    b, info_b = run(name, steps, stages=True, medium=medium)
     assert a.fused_control() is not None, "the quadruped's scenarios fuse"
     assert a.steps == b.steps == steps and a.state.t == pytest.approx(b.state.t, abs=1e-12)
     np.testing.assert_allclose(a.state.q, b.state.q, atol=1e-9)

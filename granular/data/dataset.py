@@ -157,6 +157,8 @@ def merge(datasets, names=None, average: bool = False) -> WrenchDataset:
                 raise GranularError(f"{name}: its {what} differs from {names[0]}'s; only datasets of one "
                                     "medium and protocol can be merged")
     directions = _union(ds.directions for ds in datasets)
+    if any("realisations" in ds.provenance for ds in datasets):
+        datasets = [_realisations(ds) for ds in datasets]
     datasets = [_on(ds, directions) for ds in datasets]
     datasets = [datasets[0]] + [ds.subset(ds.configs[:, 0] < 0) for ds in datasets[1:]]
     configs = np.concatenate([ds.configs for ds in datasets])
@@ -215,6 +217,15 @@ def _on(ds: WrenchDataset, directions, atol: float = 1e-6) -> WrenchDataset:
     wrenches[surface], valid[surface] = 0.0, True
     return replace(ds, directions=np.asarray(directions, dtype=float), wrenches=wrenches, valid=valid,
                    provenance=prov)
+
+
+def _realisations(ds: WrenchDataset) -> WrenchDataset:
+    """``ds`` with the count of realisations per sample and their spread: one, and 0, where an
+    acquisition does not say (it is one realisation), so that a merge keeps the others' counts."""
+    if "realisations" in ds.provenance:
+        return ds
+    return replace(ds, provenance={**ds.provenance, "realisations": ds.valid.astype(float),
+                                   "realisation_spread": np.zeros(ds.wrenches.shape)})
 
 
 def _per_config(ds: WrenchDataset, key: str) -> bool:
