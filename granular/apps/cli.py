@@ -547,6 +547,8 @@ def cmd_validate(args):
             _say(f"  simulated foot's tracking error (RMS of p_center): {1e3 * max(tracking):.1f} mm at worst")
         if "spread" in r:
             _say(f"  DEM spread (each realisation against the mean of the others): {r['spread']['mean']:.3f}")
+        _say("  model's force / measured, by depth (least squares): "
+             + ", ".join(f"{k} {v:.2f}" for k, v in r["depth_gain"].items()))
         for fig in r.get("figures", []):
             _say(f"wrote {fig}")
 

@@ -88,6 +88,24 @@ def nrmse(pred, meas, mask) -> dict:
     return out
 
 
+#: Depth bins (m) of :func:`depth_gain`: where a model's forces are too weak or too strong.
+DEPTH_BINS = (DEPTH, 0.015, 0.03, 0.045, 0.07, np.inf)
+
+
+def depth_gain(curves, runs) -> dict:
+    """Per depth bin, the least-squares scale g of the model's force on the measured one over the
+    runs (pred ≈ g meas: Σ pred·meas / Σ meas²); 1 is unbiased, 0.5 half as strong as measured."""
+    num, den = np.zeros(len(DEPTH_BINS) - 1), np.zeros(len(DEPTH_BINS) - 1)
+    for tr in runs:
+        pred, which = curves[tr.name]["model"], np.digitize(-tr.pose[:, 1], DEPTH_BINS) - 1
+        for b in range(len(num)):
+            k = which == b
+            num[b] += np.sum(pred[k, :2] * tr.wrench[k, :2])
+            den[b] += np.sum(tr.wrench[k, :2] ** 2)
+    return {f"{1e3 * lo:g}-{1e3 * hi:g} mm": float(n / d) for lo, hi, n, d in zip(DEPTH_BINS, DEPTH_BINS[1:], num, den)
+            if d > 0}
+
+
 def spread(trajs) -> dict:
     """Each realisation of a path against the mean of the others (on its own time base)."""
     out = {}
@@ -162,6 +180,7 @@ def validate(model, runs, calibrate=(), source_zeta=None, sim: str | None = None
             pred["sim"], tracking = simulate(medium, sim, tr, law)
             row["sim"] = {**nrmse(pred["sim"], tr.wrench, mask), "tracking_rms_m": tracking}
         result["runs"][tr.name] = row
+    result["depth_gain"] = depth_gain(curves, runs)
     for key in ("model", "sim", "rft", "source"):
         values = [r[key]["mean"] for r in result["runs"].values() if key in r]
         if values:
