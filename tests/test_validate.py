@@ -60,9 +60,11 @@ def test_depth_gain_says_where_the_model_is_too_weak(tmp_path):
     traj = val.Trajectory("x", "x", 1, t, pose, twist, np.zeros((len(t), 3)))
     own = val.replay(model, traj, "data-flow")
     run = val.Trajectory("x", "x", 1, t, pose, twist, np.where(pose[:, 1:2] < -0.03, 2.0, 1.0) * own)
-    gain = val.validate(model, [run], law="data-flow")[0]["depth_gain"]
+    result = val.validate(model, [run], law="data-flow")[0]
+    gain = result["depth_gain"]
     assert list(gain) == ["5-15 mm", "15-30 mm", "30-45 mm"]  # the path ends at 4 cm
     np.testing.assert_allclose(list(gain.values()), [1.0, 1.0, 0.5], rtol=1e-9)
+    assert 0.5 < result["runs"]["x"]["force_gain"] < 1.0  # the run as a whole: between
 
 
 def test_rft_runs_recover_their_zeta_and_score_zero_against_rft(tmp_path):

@@ -92,18 +92,24 @@ def nrmse(pred, meas, mask) -> dict:
 DEPTH_BINS = (DEPTH, 0.015, 0.03, 0.045, 0.07, np.inf)
 
 
+def _gain(pred, meas) -> float:
+    """The least-squares scale g of the predicted force on the measured one (pred ≈ g meas:
+    Σ pred·meas / Σ meas² over f_x and f_z); 1 is unbiased, 0.5 half as strong as measured."""
+    den = np.sum(meas[:, :2] ** 2)
+    return float(np.sum(pred[:, :2] * meas[:, :2]) / den) if den > 0 else float("nan")
+
+
 def depth_gain(curves, runs) -> dict:
-    """Per depth bin, the least-squares scale g of the model's force on the measured one over the
-    runs (pred ≈ g meas: Σ pred·meas / Σ meas²); 1 is unbiased, 0.5 half as strong as measured."""
-    num, den = np.zeros(len(DEPTH_BINS) - 1), np.zeros(len(DEPTH_BINS) - 1)
-    for tr in runs:
-        pred, which = curves[tr.name]["model"], np.digitize(-tr.pose[:, 1], DEPTH_BINS) - 1
-        for b in range(len(num)):
-            k = which == b
-            num[b] += np.sum(pred[k, :2] * tr.wrench[k, :2])
-            den[b] += np.sum(tr.wrench[k, :2] ** 2)
-    return {f"{1e3 * lo:g}-{1e3 * hi:g} mm": float(n / d) for lo, hi, n, d in zip(DEPTH_BINS, DEPTH_BINS[1:], num, den)
-            if d > 0}
+    """Per depth bin, :func:`_gain` of the model over the runs' samples in it: where it is too weak
+    or too strong."""
+    gains = {}
+    for lo, hi in zip(DEPTH_BINS, DEPTH_BINS[1:]):
+        inside = [(-tr.pose[:, 1] >= lo) & (-tr.pose[:, 1] < hi) for tr in runs]
+        meas = np.concatenate([tr.wrench[k] for tr, k in zip(runs, inside)])
+        if len(meas) and np.any(meas[:, :2]):
+            pred = np.concatenate([curves[tr.name]["model"][k] for tr, k in zip(runs, inside)])
+            gains[f"{1e3 * lo:g}-{1e3 * hi:g} mm"] = _gain(pred, meas)
+    return gains
 
 
 def spread(trajs) -> dict:
@@ -170,7 +176,7 @@ def validate(model, runs, calibrate=(), source_zeta=None, sim: str | None = None
         mask = tr.pose[:, 1] < -DEPTH
         curves[tr.name] = pred = {"model": replay(model, tr, law, representation)}
         row = {"model": nrmse(pred["model"], tr.wrench, mask), "path": tr.path, "seed": tr.seed,
-               "samples": int(mask.sum())}
+               "samples": int(mask.sum()), "force_gain": _gain(pred["model"][mask], tr.wrench[mask])}
         if zeta is not None:
             pred["rft"] = rft_wrench(tr, zeta, foot)
             row["rft"] = nrmse(pred["rft"], tr.wrench, mask)
