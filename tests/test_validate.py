@@ -67,6 +67,35 @@ def test_depth_gain_says_where_the_model_is_too_weak(tmp_path):
     assert 0.5 < result["runs"]["x"]["force_gain"] < 1.0  # the run as a whole: between
 
 
+def test_cell_gain_tells_errors_in_the_data_from_errors_in_the_learning():
+    """A plunge at φ = 0 crosses sand's recorded cells (θ at 1, 3, 5, 7 cm, moving straight down). A run
+    that measures twice the model's wrench: both the data and the model are half as strong on those
+    cells. A run that measures the data's own wrench on them but twice the model's elsewhere: the
+    data are right (gain 1) and only the samples off the cells say the model is too weak."""
+    model = load_model("sand")
+    n = 400
+    t = np.linspace(0, 0.5, n)
+    pose = np.column_stack([np.zeros(n), -0.16 * t, np.zeros(n)])
+    twist = np.tile([0.0, -0.16, 0.0], (n, 1))
+    traj = val.Trajectory("x", "plunge", 1, t, pose, twist, np.zeros((n, 3)))
+    own = val.replay(model, traj, "data-flow")
+    doubled = val.Trajectory("x", "plunge", 1, t, pose, twist, 2.0 * own)
+    gain = val.validate(model, [doubled], law="data-flow")[0]["cell_gain"]["plunge"]
+    assert gain["samples"] >= 10
+    assert gain["data"] == pytest.approx(0.5, rel=0.02) and gain["model"] == pytest.approx(0.5, rel=1e-9)
+
+    on, data = val._on_cells(model.dataset, traj)
+    cells = np.array([-0.01, -0.03, -0.05, -0.07])
+    assert np.abs(pose[on, 1][:, None] - cells).min(axis=1).max() < 0.004
+    off_cells = val.Trajectory("y", "plunge", 1, t, pose, twist, np.where(on[:, None], 1.0, 2.0) * own)
+    result = val.validate(model, [off_cells], law="data-flow")[0]
+    assert result["cell_gain"]["plunge"]["data"] == pytest.approx(1.0, rel=0.02)
+    assert result["runs"]["y"]["force_gain"] < 0.8
+    # a path that never moves along a recorded direction crosses no cell
+    sideways = val.Trajectory("z", "oblique", 1, t, pose, np.tile([0.1, -0.16, 0.0], (n, 1)), own)
+    assert val.validate(model, [sideways], law="data-flow")[0]["cell_gain"] == {}
+
+
 def test_rft_runs_recover_their_zeta_and_score_zero_against_rft(tmp_path):
     t, pose, twist = plunge_and_drag()
     traj = val.Trajectory("x", "x", 1, t, pose, twist, np.zeros((len(t), 3)))

@@ -549,6 +549,9 @@ def cmd_validate(args):
             _say(f"  DEM spread (each realisation against the mean of the others): {r['spread']['mean']:.3f}")
         _say("  model's force / measured, by depth (least squares): "
              + ", ".join(f"{k} {v:.2f}" for k, v in r["depth_gain"].items()))
+        if r["cell_gain"]:
+            _say("  where a path crosses a recorded cell (θ and direction), force / measured, data's own → model's: "
+                 + ", ".join(f"{k} {v['data']:.2f} → {v['model']:.2f} ({v['samples']})" for k, v in r["cell_gain"].items()))
         for fig in r.get("figures", []):
             _say(f"wrote {fig}")
 

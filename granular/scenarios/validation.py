@@ -27,7 +27,7 @@ from granular.contact.flow import DEFAULT_LAW, LAWS
 from granular.errors import GranularError
 from granular.wrench.flow import dissipating, dissipating_polytope
 from granular.foot import Foot
-from granular.frames import foot_axis, twist_at
+from granular.frames import MIRROR, foot_axis, twist_at
 
 
 def replay(model, traj: Trajectory, law: str = DEFAULT_LAW, representation: str = "exact") -> np.ndarray:
@@ -112,6 +112,46 @@ def depth_gain(curves, runs) -> dict:
     return gains
 
 
+#: A run's sample lies on a cell of the data when its θ is within (m, rad) of a recorded
+#: configuration and its direction of motion (in the data's velocity scale) within (rad) of a recorded one.
+CELL = (0.004, 0.06, np.radians(8.0))
+
+
+def _on_cells(dataset, tr):
+    """The samples of ``tr`` deeper than DEPTH that lie on a cell of ``dataset`` (:data:`CELL`; φ < 0
+    through the mirror), and the data's own wrench there (F_r)."""
+    d_tol, phi_tol, angle = CELL
+    sign = np.where(tr.pose[:, 2:3] < 0, MIRROR, 1.0)
+    u = sign * tr.twist / dataset.velocity_scale
+    norm = np.linalg.norm(u, axis=1)
+    u = u / np.where(norm > 0, norm, 1.0)[:, None]
+    near = ((np.abs(tr.pose[:, None, 1] - dataset.configs[None, :, 0]) < d_tol)
+            & (np.abs(np.abs(tr.pose[:, None, 2]) - dataset.configs[None, :, 1]) < phi_tol))
+    cell = np.argmax(near, axis=1)
+    direction = np.argmax(u @ dataset.directions.T, axis=1)
+    on = (near.any(axis=1) & (norm > 0) & (tr.pose[:, 1] < -DEPTH)
+          & (np.sum(u * dataset.directions[direction], axis=1) > np.cos(angle))
+          & dataset.valid[cell, direction])
+    return on, sign[on] * dataset.wrenches[cell[on], direction[on]]
+
+
+def cell_gain(dataset, curves, runs) -> dict:
+    """Per path, on the samples where its runs cross a cell of the data (a recorded θ moving in a
+    recorded direction, :data:`CELL`): :func:`_gain` of the data's own wrench and of the model's.
+    Where the data's gain is as far from 1 as the model's, the error is in the data (the acquisition's
+    protocol or bed), not in the learning."""
+    pairs = {}
+    for tr in runs:
+        on, data = _on_cells(dataset, tr)
+        if on.any():
+            pairs.setdefault(tr.path, []).append((data, curves[tr.name]["model"][on], tr.wrench[on]))
+    out = {}
+    for path, rows in pairs.items():
+        data, model, meas = (np.concatenate(cols) for cols in zip(*rows))
+        out[path] = {"samples": len(meas), "data": _gain(data, meas), "model": _gain(model, meas)}
+    return out
+
+
 def spread(trajs) -> dict:
     """Each realisation of a path against the mean of the others (on its own time base)."""
     out = {}
@@ -187,6 +227,7 @@ def validate(model, runs, calibrate=(), source_zeta=None, sim: str | None = None
             row["sim"] = {**nrmse(pred["sim"], tr.wrench, mask), "tracking_rms_m": tracking}
         result["runs"][tr.name] = row
     result["depth_gain"] = depth_gain(curves, runs)
+    result["cell_gain"] = cell_gain(model.dataset, curves, runs)
     for key in ("model", "sim", "rft", "source"):
         values = [r[key]["mean"] for r in result["runs"].values() if key in r]
         if values:
