@@ -72,21 +72,27 @@ def plan(model, solver) -> tuple | None:
             or model.contact_law != "max-dissipation" or model.compliant is not None
             or model.leading_foot is not None or model.kinetic_friction is not None or rbf is None):
         return None
-    mb, feet, f8 = model.multibody, model.feet, np.float64
+    mb = model.multibody
     dofs, starts = mb.branches
-    return (mb.parent, np.ascontiguousarray(mb.joint, f8), mb.offset, mb.chain, mb.com, mb.mass, mb.inertia,
-            float(mb.gravity), dofs, starts,
-            feet.bodies.astype(np.int64), feet.points, feet.axis, feet.roll_radius, feet.r_offset,
-            np.ascontiguousarray(feet.grain_mass.ravel()),
+    return (*_tree(mb), mb.com, mb.mass, mb.inertia, float(mb.gravity), dofs, starts,
+            *_feet(model.feet), np.ascontiguousarray(model.feet.grain_mass.ravel()),
             *model.terrain.arrays,
-            np.ascontiguousarray(model.A_fixed, f8), *rbf[:7], int(rbf[7]), int(rbf[8]), rbf[9])
+            np.ascontiguousarray(model.A_fixed, np.float64), *rbf[:7], int(rbf[7]), int(rbf[8]), rbf[9])
 
 
 def depth_arrays(model) -> tuple:
     """The model's arrays for :func:`foot_depths`, after q."""
-    mb, feet, terrain = model.multibody, model.feet, model.terrain
-    return (mb.parent, np.ascontiguousarray(mb.joint, np.float64), mb.offset, mb.chain, feet.bodies.astype(np.int64),
-            feet.points, feet.axis, feet.roll_radius, feet.r_offset, *terrain.arrays)
+    return (*_tree(model.multibody), *_feet(model.feet), *model.terrain.arrays)
+
+
+def _tree(mb) -> tuple:
+    """What places the bodies (``_frames``) and the feet's chains: parent, joint, offset, chain."""
+    return mb.parent, np.ascontiguousarray(mb.joint, np.float64), mb.offset, mb.chain
+
+
+def _feet(feet) -> tuple:
+    """What ``_detect`` needs of the feet: bodies, points, axis, roll radius, r_offset."""
+    return feet.bodies.astype(np.int64), feet.points, feet.axis, feet.roll_radius, feet.r_offset
 
 
 @kernel("f8[::1], i8[::1], f8[:, ::1], f8[::1], f8[:, ::1], i8[::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1]",
