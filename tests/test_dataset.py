@@ -162,6 +162,23 @@ def test_merge_averages_realisations_and_keeps_their_spread(tmp_path):
     assert wd.read(tmp_path / "avg.h5").provenance["realisations"].shape == (merged.n, merged.m)
 
 
+def test_averaging_a_new_realisation_into_averaged_data_equals_averaging_all_at_once():
+    """Beds 1 and 2 averaged, then bed 3 averaged in: each sample weighs as the realisations behind
+    it (not ½ and ½), and the spread is the three beds' standard deviation."""
+    from granular.data.synth import synthesize
+
+    a = synthesize("rft", "sand", [0.0, -0.02, -0.04], [0.0, 0.5], 10)
+    beds = [replace(a, wrenches=a.wrenches * f, valid=a.valid.copy()) for f in (1.0, 1.3, 0.7)]
+    beds[1].valid[2, 3] = False  # one sample of bed 2 missing: 2 realisations there, not 3
+    at_once = wd.merge(beds, average=True)
+    stepwise = wd.merge([wd.merge(beds[:2], average=True), beds[2]], average=True)
+    np.testing.assert_allclose(stepwise.wrenches, at_once.wrenches, rtol=1e-12)
+    for key in ("realisations", "realisation_spread"):
+        np.testing.assert_allclose(stepwise.provenance[key], at_once.provenance[key], rtol=1e-12, atol=1e-12)
+    assert stepwise.provenance["realisations"][3, 0] == 3 and stepwise.provenance["realisations"][2, 3] == 2
+    np.testing.assert_allclose(stepwise.wrenches[3, 0], a.wrenches[3, 0])  # (1 + 1.3 + 0.7) / 3
+
+
 def test_merging_a_new_row_into_averaged_data_keeps_the_counts():
     """A plain merge of an averaged grid and a new acquisition keeps each sample's realisations and
     spread: the averaged ones as they were, one and 0 for the new row (an acquisition is one bed)."""

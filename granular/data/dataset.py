@@ -168,9 +168,12 @@ def merge(datasets, names=None, average: bool = False) -> WrenchDataset:
     rows = {k: np.concatenate([getattr(ds, k) if k in ("wrenches", "valid") else ds.provenance[k]
                                for ds in datasets]) for k in keys}
     order = np.argsort(first_seen)  # the configurations in the order the inputs first hold them
-    wrenches, valid, spread, count = _average(rows["wrenches"], rows["valid"], inverse.ravel(), order)
-    if (count > 1).any() and not average:
-        j, i = np.argwhere(count > 1)[0]
+    wrenches, valid, spread, count = _average(rows["wrenches"], rows["valid"], inverse.ravel(), order,
+                                              rows.get("realisations"), rows.get("realisation_spread"))
+    held = np.zeros(count.shape)  # inputs holding each sample (an input may hold several realisations)
+    np.add.at(held, np.argsort(order)[inverse.ravel()], rows["valid"])
+    if (held > 1).any() and not average:
+        j, i = np.argwhere(held > 1)[0]
         d, phi = configs[first_seen[order[j]]]
         raise GranularError(f"configuration d = {d:g} m, φ = {phi:g} rad, direction {np.round(directions[i], 3).tolist()} "
                             "is in more than one input; merge takes each sample once (--average: realisations "
@@ -234,17 +237,28 @@ def _per_config(ds: WrenchDataset, key: str) -> bool:
     return isinstance(v, np.ndarray) and v.ndim > 0 and len(v) == ds.n
 
 
-def _average(wrenches, valid, group, order):
+def _average(wrenches, valid, group, order, counts=None, spreads=None):
     """Per group of rows (``group``: each row's index, ``order``: the groups' output order): the mean
-    wrench over the valid rows, any valid, the standard deviation (0 for one row) and the count."""
+    wrench over the valid rows, any valid, the standard deviation and the count of realisations. A
+    row that already averages several realisations (``counts`` per sample, 1 where None; their
+    standard deviation ``spreads``) weighs as that many, and the deviation pools each row's own with
+    the rows' scatter about the mean, so that merging averaged data with a new realisation equals
+    averaging every realisation at once."""
     n, m = len(order), wrenches.shape[1]
+    weights = np.where(valid, 1.0 if counts is None else np.nan_to_num(counts), 0.0)
+    spreads = np.zeros(wrenches.shape) if spreads is None else np.nan_to_num(spreads)
     out, spread, count = np.full((n, m, 3), np.nan), np.full((n, m, 3), np.nan), np.zeros((n, m))
     for j, g in enumerate(order):
-        w, ok = wrenches[group == g], valid[group == g]
-        count[j] = ok.sum(axis=0)
+        rows = group == g
+        w, k, sd = wrenches[rows], weights[rows], spreads[rows]
+        count[j] = k.sum(axis=0)
         for i in np.flatnonzero(count[j]):
-            out[j, i] = w[ok[:, i], i].mean(axis=0)
-            spread[j, i] = w[ok[:, i], i].std(axis=0, ddof=1) if count[j, i] > 1 else 0.0
+            ok = k[:, i] > 0
+            wi, ki, si = w[ok, i], k[ok, i, None], sd[ok, i]
+            mean = (ki * wi).sum(axis=0) / count[j, i]
+            squares = ((ki - 1) * si ** 2 + ki * (wi - mean) ** 2).sum(axis=0)
+            out[j, i] = mean
+            spread[j, i] = np.sqrt(squares / (count[j, i] - 1)) if count[j, i] > 1 else 0.0
     return out, count > 0, spread, count
 
 
