@@ -6,9 +6,11 @@ between them (a quadruped step: ~150 µs, of which the numerics are about a thir
 kernels are called from one kernel, :func:`fused_steps`, that steps a batch of robots ``steps``
 times each, so a call costs its numerics plus one crossing from Python, however many robots and
 steps it takes (a single robot is a batch of one). It computes what ``step`` computes, to rounding, for
-a model with fixed normals, the maximum-dissipation law, an RBF model of W(θ) and a
-controller of the :class:`JointControl` kind, with :class:`~granular.contact.qp.NativeSolver` as
-the QP solver (``tests/test_fused.py`` compares the two). :func:`plan` says whether a model
+a model with fixed normals, an RBF model of W(θ) and a controller of the :class:`JointControl`
+kind, with :class:`~granular.contact.qp.NativeSolver` as the QP solver (``tests/test_fused.py``
+compares the two), under the maximum-dissipation law or the data-flow law; of data-flow, the cases
+that need no other QP than max-dissipation's (no foot slides, or every foot does: in a trot all
+but a few steps in 6,000), and the steps of the others are taken by stages. :func:`plan` says whether a model
 qualifies; the :class:`~granular.simulation.simulation.Simulation` loop takes this path where it
 does and the solver is ``native``, and the per-stage path otherwise.
 """
@@ -20,10 +22,12 @@ import numpy as np
 
 from granular.compiled import kernel, unchecked
 from granular.contact.detection import _detect
+from granular.contact.flow import slide_all
 from granular.contact.qp import (NATIVE_TOLERANCE, TREE_MIN_DOFS, cho_solve, cholesky, dual_active_set, reduce_qp,
                                  reduce_small, strictly_convex)
 from granular.dynamics.multibody import _dynamics, _frames
 from granular.learning.linear import support_of_mirror_average
+from granular.wrench.flow import TAILS
 
 #: JointControl kinds: targets held constant, a trot, keyframes of ankle positions.
 CONSTANT, TROT, KEYFRAMES = 0, 1, 2
@@ -65,11 +69,11 @@ class JointControl:
 
 def plan(model, solver) -> tuple | None:
     """The model's arrays for :func:`fused_steps`, or None where the step must run stage by stage
-    (another solver, representation or contact law, the walker's swing rule, kinetic friction, a
-    W(θ) learned by another regressor than RBF)."""
+    (another solver or representation, a compliant contact law, the walker's swing rule, kinetic
+    friction, a W(θ) learned by another regressor than RBF)."""
     rbf = model.wrenches.rbf_arrays()
     if (getattr(solver, "name", None) != "native" or model.representation != "fixed"
-            or model.contact_law != "max-dissipation" or model.compliant is not None
+            or model.contact_law not in ("max-dissipation", "data-flow") or model.compliant is not None
             or model.leading_foot is not None or model.kinetic_friction is not None or rbf is None):
         return None
     mb = model.multibody
@@ -77,7 +81,18 @@ def plan(model, solver) -> tuple | None:
     return (*_tree(mb), mb.com, mb.mass, mb.inertia, float(mb.gravity), dofs, starts,
             *_feet(model.feet), np.ascontiguousarray(model.feet.grain_mass.ravel()),
             *model.terrain.arrays,
-            np.ascontiguousarray(model.A_fixed, np.float64), *rbf[:7], int(rbf[7]), int(rbf[8]), rbf[9])
+            np.ascontiguousarray(model.A_fixed, np.float64), *rbf[:7], int(rbf[7]), int(rbf[8]), rbf[9],
+            *_flow(model))
+
+
+def _flow(model) -> tuple:
+    """What :func:`_follow_data` needs: whether the law is data-flow, the data's largest tilt and the
+    data's direction map (:class:`~granular.wrench.flow.DirectionMap`: K⁻¹, directions, velocity
+    scale and radius, tail size); placeholders under max-dissipation."""
+    if model.contact_law != "data-flow":
+        return 0, 0.0, np.zeros((1, 1)), np.zeros((1, 3)), np.zeros(4), 0
+    dmap = model.wrenches.direction_map
+    return 1, float(model.wrenches.phi_max), dmap.kernel_inverse, dmap.directions, dmap.geometry, TAILS[dmap.tail]
 
 
 def depth_arrays(model) -> tuple:
@@ -120,15 +135,16 @@ def advance(model, arrays, controls, states, warms, steps: int):
     goals = c[2][None] if R == 1 else np.array([ctl.arrays[2] for ctl in controls])
     theta, wrench, p_center = np.empty((R, N, 2)), np.empty((R, N, 3)), np.empty((R, N, 2))
     flags, done, effort = np.empty((R, N, 2), np.int64), np.empty(R, np.int64), np.empty(R)
+    fallback = np.zeros(R, np.int64)
     clamped = unchecked(fused_steps)(q, v, t, steps, float(model.dt), *arrays, c[0], c[1], goals, *c[3:],
-                                     theta, wrench, flags, p_center, warms, done, effort)
+                                     theta, wrench, flags, p_center, warms, done, effort, fallback)
     if clamped:
         model.wrenches.warn_clamped()
     for ctl, e in zip(controls, effort):
         if ctl.effort is not None:
             ctl.effort(e)
-    return [(t[r], q[r], v[r], (theta[r], flags[r, :, 0] == 1, wrench[r], flags[r, :, 1] == 1, p_center[r]),
-             int(done[r])) for r in range(R)]
+    return [(t[r], q[r], v[r], (theta[r], flags[r, :, 0] == 1, wrench[r], flags[r, :, 1] == 1, p_center[r],
+                                bool(fallback[r])), int(done[r])) for r in range(R)]
 
 
 def batchable(controls) -> bool:
@@ -149,8 +165,9 @@ _TYPES = ("f8[:, ::1], f8[:, ::1], f8[::1], i8, f8",                            
           "i8[::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1], f8[::1]",                          # feet
           "f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1]",                                # terrain
           "f8[:, ::1], f8[::1], f8[::1], f8[::1], i8, i8, f8[:, ::1], f8[::1], i8, i8, f8[:, ::1]",  # W(θ)
+          "i8, f8, f8[:, ::1], f8[:, ::1], f8[::1], i8",                                          # data-flow
           "i8, f8[:, ::1], f8[:, ::1], f8[::1], f8[::1], f8[:, ::1], i8[::1], f8[::1], f8[::1], i8[:, ::1]",  # control
-          "f8[:, :, ::1], f8[:, :, ::1], i8[:, :, ::1], f8[:, :, ::1], i8[:, ::1], i8[::1], f8[::1]")  # outputs
+          "f8[:, :, ::1], f8[:, :, ::1], i8[:, :, ::1], f8[:, :, ::1], i8[:, ::1], i8[::1], f8[::1], i8[::1]")  # out
 
 
 @kernel(*_TYPES)
@@ -159,21 +176,23 @@ def fused_steps(q, v, t, steps, dt,
                 bodies, points, axis, roll, r_offset, grain_mass,
                 ta, tt, tn, tlo, thi,
                 A_fixed, lo, hi, x_scale, phi_active, per_depth, centers, c2, rbf, degree, coef,
+                flow, phi_max, Kinv, U, flow_geometry, tail,
                 kind, limits, goals, trot, times, xz, limbs, geometry, sides, columns,
-                theta_out, wrench_out, flags_out, pc_out, warms, done, effort):
+                theta_out, wrench_out, flags_out, pc_out, warms, done, effort, fallback):
     """``steps`` steps of :func:`~granular.simulation.step.step` for each robot r (rows of q, v, t,
     goals, warms and the outputs), with the controller :class:`JointControl` describes; q, v and t
     are advanced in place and the last step's per-foot θ, wrench (F_r, N, N·m), (active, slipping)
-    and p_center written to the ``_out`` arrays; ``warms`` carries each robot's QP active set from
-    step to step and call to call; ``done`` gets the steps each robot took, ``effort`` its
-    controller's. Returns whether W(θ) was clamped to the data for any robot. A single robot is a
+    and p_center written to the ``_out`` arrays and to ``fallback`` whether data-flow kept
+    max-dissipation's impulses; ``warms`` carries each robot's QP active set from step to step and
+    call to call; ``done`` gets the steps each robot took, ``effort`` its controller's. Returns whether W(θ) was clamped to the data for any robot. A single robot is a
     batch of one: the same code steps it."""
     clamped = False
     for r in range(q.shape[0]):
-        done[r], outside, effort[r], t[r] = _steps(
+        done[r], outside, effort[r], t[r], fallback[r] = _steps(
             q[r], v[r], t[r], steps, dt, parent, joint, offset, chain, com, mass, inertia, gravity, dofs, starts,
             bodies, points, axis, roll, r_offset, grain_mass, ta, tt, tn, tlo, thi,
             A_fixed, lo, hi, x_scale, phi_active, per_depth, centers, c2, rbf, degree, coef,
+            flow, phi_max, Kinv, U, flow_geometry, tail,
             kind, limits, goals[r], trot, times, xz, limbs, geometry, sides, columns,
             theta_out[r], wrench_out[r], flags_out[r], pc_out[r], warms[r])
         clamped = clamped or outside
@@ -186,14 +205,16 @@ def _steps(q, v, t, steps, dt,
            bodies, points, axis, roll, r_offset, grain_mass,
            ta, tt, tn, tlo, thi,
            A_fixed, lo, hi, x_scale, phi_active, per_depth, centers, c2, rbf, degree, coef,
+           flow, phi_max, Kinv, U, flow_geometry, tail,
            kind, limits, goal, trot, times, xz, limbs, geometry, sides, columns,
            theta_out, wrench_out, flags_out, pc_out, warm):
-    """One robot's steps (:func:`fused_steps`): (steps done, clamped, the controller's effort, t)."""
+    """One robot's steps (:func:`fused_steps`): (steps done, clamped, the controller's effort, t,
+    whether the last step's data-flow fell back)."""
     n, N = len(q), len(bodies)
     grains = False
     for i in range(len(grain_mass)):
         grains = grains or grain_mass[i] != 0.0
-    clamped, effort = False, 0.0
+    clamped, effort, fell_back = False, 0.0, False
     u = np.zeros(n)
     for s in range(steps):
         spent = _joint_pd(t, q, v, u, kind, limits, goal, trot, times, xz, limbs, geometry, sides, columns)
@@ -215,14 +236,15 @@ def _steps(q, v, t, steps, dt,
         if nc == 0:  # nothing to solve: v⁺ = v_free
             _free_flight(M, v, impulse)
             if s == steps - 1:
-                _report(theta, p_center, on, np.zeros(0), np.zeros((0, 0)), np.zeros(0), np.zeros(1, np.int64), dt,
+                _report(theta, p_center, on, np.zeros(0), np.zeros(0, np.bool_), dt,
                         theta_out, wrench_out, flags_out, pc_out)
+                fell_back = False
             t += dt
             effort += spent
             for i in range(n):
                 q[i] += dt * v[i]
             continue
-        b, _, outside = support_of_mirror_average(theta_on, lo, hi, x_scale, phi_active, per_depth, centers, c2,
+        b, W, outside = support_of_mirror_average(theta_on, lo, hi, x_scale, phi_active, per_depth, centers, c2,
                                                   rbf, degree, coef, A_fixed)
         clamped = clamped or outside
         A, ub, rows = _stacked(A_fixed, b, dt)
@@ -232,16 +254,24 @@ def _steps(q, v, t, steps, dt,
             P, g, B, v_free = _reduce(M, Jt_on, Jp_on, np.zeros(3 * nc), v, impulse, dofs, starts)
             c, ok = _solve(P, g, A, ub, rows, warm)
         if not ok:  # the caller takes this step by stages (its controller runs again)
-            return s, clamped, effort, t
+            return s, clamped, effort, t, fell_back
+        slipping = _slipping(c, A, ub, rows)
+        step_fell_back = False
+        if flow:
+            c, step_fell_back, by_stages = _follow_data(c, slipping, theta_on, on, W, Jt_on, B, v_free, r_offset,
+                                                        grains, phi_max, Kinv, U, flow_geometry, tail, dt)
+            if by_stages:
+                return s, clamped, effort, t, fell_back
         v_next = v_free + B @ c
         if s == steps - 1:
-            _report(theta, p_center, on, c, A, ub, rows, dt, theta_out, wrench_out, flags_out, pc_out)
+            _report(theta, p_center, on, c, slipping, dt, theta_out, wrench_out, flags_out, pc_out)
+            fell_back = step_fell_back
         t += dt
         effort += spent
         for i in range(n):
             v[i] = v_next[i]
             q[i] += dt * v_next[i]
-    return steps, clamped, effort, t
+    return steps, clamped, effort, t, fell_back
 
 
 @kernel()
@@ -298,24 +328,73 @@ def _work(c, Jt, v_free, B):
 
 
 @kernel()
-def _report(theta, p_center, on, c, A, ub, rows, dt, theta_out, wrench_out, flags_out, pc_out):
-    """The StepInfo of a step: per foot θ, p_center, wrench = c / h, in contact, slipping (on ∂W:
-    max over its facets of A c − ub ≥ −10⁻⁶ × the largest bound, as step._learned)."""
-    theta_out[:] = theta
-    pc_out[:] = p_center
-    wrench_out[:] = 0.0
-    flags_out[:] = 0
+def _slipping(c, A, ub, rows):
+    """Per foot in contact, whether its impulse lies on ∂W: max over its facets of A c − ub ≥ −10⁻⁶
+    × the largest bound (step._learned's test)."""
     top = 1e-12
     for r in range(len(ub)):
         top = max(top, ub[r])
-    for a in range(len(on)):
-        i = on[a]
-        flags_out[i, 0] = 1
+    out = np.zeros(len(rows) - 1, np.bool_)
+    for a in range(len(rows) - 1):
         slack = -np.inf
         for r in range(rows[a], rows[a + 1]):
             slack = max(slack, A[r, 3 * a] * c[3 * a] + A[r, 3 * a + 1] * c[3 * a + 1]
                         + A[r, 3 * a + 2] * c[3 * a + 2] - ub[r])
-        flags_out[i, 1] = 1 if slack >= -1e-6 * top else 0
+        out[a] = slack >= -1e-6 * top
+    return out
+
+
+@kernel()
+def _follow_data(c, slipping, theta, on, W, Jt, B, v_free, r_offset, grains, phi_max, Kinv, U, flow_geometry, tail,
+                 dt):
+    """The data-flow law's impulses from max-dissipation's ``c`` (step._learned, contact.flow.data_flow),
+    where they need no other QP: (impulses, fell back, by stages). A foot follows the data when it
+    slips and is tilted within the data. None does: ``c``. Every foot does: Newton's method
+    (flow.slide_all) from ``c``; ``c`` again, falling back, where Newton's method fails, where every
+    foot's data wrench would do work on it, or (with grains) the impulses would do work on the bodies.
+    Where some feet follow the data and others stick, or only some would do work, the sticking feet
+    need their own QP: ``by stages``, the caller takes the step by stages."""
+    nc = len(on)
+    follow = 0
+    for a in range(nc):
+        if slipping[a] and abs(theta[a, 1]) <= phi_max:
+            follow += 1
+    if follow == 0:
+        return c, False, False
+    if follow < nc:
+        return c, False, True
+    arm = np.empty(nc)
+    for a in range(nc):
+        arm[a] = r_offset[on[a]]
+    points = W.reshape((nc, W.shape[1] // 3, 3))
+    impulses, converged, power = slide_all(Jt, B, v_free, c, points, Kinv, U, flow_geometry, tail, theta, arm, dt)
+    if not converged:
+        return c, True, False
+    working = 0
+    for a in range(nc):
+        if power[a] > 0.0:
+            working += 1
+    if working == nc:
+        return c, True, False
+    if working:
+        return c, False, True
+    if grains and power.sum() > 1e-10:  # step.WORK_TOLERANCE
+        return c, True, False
+    return impulses, False, False
+
+
+@kernel()
+def _report(theta, p_center, on, c, slipping, dt, theta_out, wrench_out, flags_out, pc_out):
+    """The StepInfo of a step: per foot θ, p_center, wrench = c / h, in contact, slipping (on ∂W
+    under max-dissipation's impulses, :func:`_slipping`)."""
+    theta_out[:] = theta
+    pc_out[:] = p_center
+    wrench_out[:] = 0.0
+    flags_out[:] = 0
+    for a in range(len(on)):
+        i = on[a]
+        flags_out[i, 0] = 1
+        flags_out[i, 1] = 1 if slipping[a] else 0
         for r in range(3):
             wrench_out[i, r] = c[3 * a + r] / dt
 
