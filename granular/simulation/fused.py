@@ -8,9 +8,8 @@ times each, so a call costs its numerics plus one crossing from Python, however 
 steps it takes (a single robot is a batch of one). It computes what ``step`` computes, to rounding, for
 a model with fixed normals, an RBF model of W(θ) and a controller of the :class:`JointControl`
 kind, with :class:`~granular.contact.qp.NativeSolver` as the QP solver (``tests/test_fused.py``
-compares the two), under the maximum-dissipation law or the data-flow law; of data-flow, the cases
-that need no other QP than max-dissipation's (no foot slides, or every foot does: in a trot all
-but a few steps in 6,000), and the steps of the others are taken by stages. :func:`plan` says whether a model
+compares the two), under the maximum-dissipation law or the data-flow law (the sticking feet's QP, where some feet
+stick while others follow the data, solved by the same native solver). :func:`plan` says whether a model
 qualifies; the :class:`~granular.simulation.simulation.Simulation` loop takes this path where it
 does and the solver is ``native``, and the per-stage path otherwise.
 """
@@ -22,7 +21,7 @@ import numpy as np
 
 from granular.compiled import kernel, unchecked
 from granular.contact.detection import _detect
-from granular.contact.flow import slide_all
+from granular.contact.flow import ITERATIONS, TOLERANCE, flow_coefficients, newton, slide_all
 from granular.contact.qp import (NATIVE_TOLERANCE, TREE_MIN_DOFS, cho_solve, cholesky, dual_active_set, reduce_qp,
                                  reduce_small, strictly_convex)
 from granular.dynamics.multibody import _dynamics, _frames
@@ -258,8 +257,9 @@ def _steps(q, v, t, steps, dt,
         slipping = _slipping(c, A, ub, rows)
         step_fell_back = False
         if flow:
-            c, step_fell_back, by_stages = _follow_data(c, slipping, theta_on, on, W, Jt_on, B, v_free, r_offset,
-                                                        grains, phi_max, Kinv, U, flow_geometry, tail, dt)
+            c, step_fell_back, by_stages = _follow_data(c, slipping, theta_on, on, W, Jt_on, B, v_free, P, g, A, ub,
+                                                        rows, r_offset, grains, phi_max, Kinv, U, flow_geometry,
+                                                        tail, dt)
             if by_stages:
                 return s, clamped, effort, t, fell_back
         v_next = v_free + B @ c
@@ -345,42 +345,131 @@ def _slipping(c, A, ub, rows):
 
 
 @kernel()
-def _follow_data(c, slipping, theta, on, W, Jt, B, v_free, r_offset, grains, phi_max, Kinv, U, flow_geometry, tail,
-                 dt):
-    """The data-flow law's impulses from max-dissipation's ``c`` (step._learned, contact.flow.data_flow),
-    where they need no other QP: (impulses, fell back, by stages). A foot follows the data when it
-    slips and is tilted within the data. None does: ``c``. Every foot does: Newton's method
-    (flow.slide_all) from ``c``; ``c`` again, falling back, where Newton's method fails, where every
-    foot's data wrench would do work on it, or (with grains) the impulses would do work on the bodies.
-    Where some feet follow the data and others stick, or only some would do work, the sticking feet
-    need their own QP: ``by stages``, the caller takes the step by stages."""
+def _follow_data(c, slipping, theta, on, W, Jt, B, v_free, P, g, A, ub, rows, r_offset, grains, phi_max, Kinv, U,
+                 flow_geometry, tail, dt):
+    """The data-flow law's impulses from max-dissipation's ``c`` (step._learned, contact.flow.data_flow):
+    (impulses, fell back, by stages). A foot follows the data when it slips and is tilted within
+    the data; if none does, ``c``. Every foot does: Newton's method (flow.slide_all). Some do:
+    Newton's method for them alternating with the others' QP (:func:`_alternate`). A foot whose data
+    wrench would do work on it is moved to the sticking feet and the law solved again; ``c``, falling
+    back, where Newton's method fails, where no foot is left to follow the data, or (with grains)
+    where the impulses would do work on the bodies. ``by stages`` where the sticking feet's QP
+    defeats the native solver: the caller takes the step by stages (DAQP then solves it)."""
     nc = len(on)
-    follow = 0
+    follow = np.zeros(nc, np.bool_)
     for a in range(nc):
-        if slipping[a] and abs(theta[a, 1]) <= phi_max:
-            follow += 1
-    if follow == 0:
+        follow[a] = slipping[a] and abs(theta[a, 1]) <= phi_max
+    if not follow.any():
         return c, False, False
-    if follow < nc:
-        return c, False, True
     arm = np.empty(nc)
     for a in range(nc):
         arm[a] = r_offset[on[a]]
     points = W.reshape((nc, W.shape[1] // 3, 3))
-    impulses, converged, power = slide_all(Jt, B, v_free, c, points, Kinv, U, flow_geometry, tail, theta, arm, dt)
-    if not converged:
-        return c, True, False
-    working = 0
-    for a in range(nc):
-        if power[a] > 0.0:
-            working += 1
-    if working == nc:
-        return c, True, False
-    if working:
-        return c, False, True
-    if grains and power.sum() > 1e-10:  # step.WORK_TOLERANCE
-        return c, True, False
-    return impulses, False, False
+    while follow.any():
+        if follow.all():
+            impulses, converged, power = slide_all(Jt, B, v_free, c, points, Kinv, U, flow_geometry, tail, theta,
+                                                   arm, dt)
+            status = 1 if converged else 0
+        else:
+            impulses, power, status = _alternate(c, follow, theta, points, Jt, B, v_free, P, g, A, ub, rows, arm,
+                                                 Kinv, U, flow_geometry, tail, dt)
+        if status < 0:
+            return c, False, True
+        if status == 0:
+            return c, True, False
+        working = power > 0.0
+        if not working.any():
+            if grains and _work(impulses, Jt, v_free, B) > 1e-10:  # step.WORK_TOLERANCE
+                return c, True, False
+            return impulses, False, False
+        k = 0
+        for a in range(nc):
+            if follow[a]:
+                follow[a] = not working[k]
+                k += 1
+    return c, True, False
+
+
+@kernel()
+def _alternate(c, follow, theta, points, Jt, B, v_free, P, g, A, ub, rows, arm, Kinv, U, flow_geometry, tail, dt):
+    """contact.flow.data_flow where some feet (``follow``) follow the data and the others stick: the
+    following feet's twists by Newton's method with the others' impulses held, then the sticking
+    feet's QP with theirs held, alternating until the impulses settle. (impulses, power per
+    following foot, status: 1 solved, 0 Newton's method failed, −1 the QP failed)."""
+    nc = len(follow)
+    slide = np.flatnonzero(follow)
+    stick = np.flatnonzero(~follow)
+    ks, kk = len(slide), len(stick)
+    s3, k3 = np.empty(3 * ks, np.int64), np.empty(3 * kk, np.int64)
+    for i in range(ks):
+        for r in range(3):
+            s3[3 * i + r] = 3 * slide[i] + r
+    for i in range(kk):
+        for r in range(3):
+            k3[3 * i + r] = 3 * stick[i] + r
+    JB = Jt[s3] @ B
+    hD = np.empty((3 * ks, 3 * ks))
+    for i in range(3 * ks):
+        for j in range(3 * ks):
+            hD[i, j] = dt * JB[i, s3[j]]
+    vf = Jt[s3] @ v_free
+    Q, G = flow_coefficients(np.ascontiguousarray(points[slide]), Kinv, U, flow_geometry, tail,
+                             np.ascontiguousarray(theta[slide]), arm[slide])
+    theta_s = np.ascontiguousarray(theta[slide])
+    # the sticking feet's QP: P, g and the facets restricted to them
+    P_kk, P_ks = np.empty((3 * kk, 3 * kk)), np.empty((3 * kk, 3 * ks))
+    for i in range(3 * kk):
+        for j in range(3 * kk):
+            P_kk[i, j] = P[k3[i], k3[j]]
+        for j in range(3 * ks):
+            P_ks[i, j] = P[k3[i], s3[j]]
+    H = strictly_convex(P_kk)
+    rows_k = np.zeros(kk + 1, np.int64)
+    for i in range(kk):
+        rows_k[i + 1] = rows_k[i] + rows[stick[i] + 1] - rows[stick[i]]
+    A_k, ub_k = np.zeros((rows_k[kk], 3 * kk)), np.empty(rows_k[kk])
+    top = 1e-12
+    for i in range(kk):
+        f = stick[i]
+        for r in range(rows[f], rows[f + 1]):
+            o = rows_k[i] + r - rows[f]
+            ub_k[o] = ub[r]
+            top = max(top, abs(ub[r]))
+            for a in range(3):
+                A_k[o, 3 * i + a] = A[r, 3 * f + a]
+    current = c.copy()
+    v = vf + JB @ current
+    for _ in range(ITERATIONS):
+        a = vf.copy()
+        for i in range(3 * ks):
+            for j in range(3 * kk):
+                a[i] += JB[i, k3[j]] * current[k3[j]]
+        v, wrench, ok = newton(v, a, hD, Q, G, U, theta_s, flow_geometry)
+        if not ok:
+            return current, np.zeros(ks), 0
+        new = current.copy()
+        for i in range(3 * ks):
+            new[s3[i]] = dt * wrench[i]
+        gk = g[k3] + P_ks @ new[s3]
+        x, status, _ = dual_active_set(H, gk, A_k, ub_k, rows_k, NATIVE_TOLERANCE * top,
+                                       np.zeros(3 * kk, np.int64), 0)
+        if status < 0 or not np.all(np.isfinite(x)):
+            return current, np.zeros(ks), -1
+        for i in range(3 * kk):
+            new[k3[i]] = x[i]
+        change, size = 0.0, 1e-12
+        for i in range(3 * nc):
+            change = max(change, abs(new[i] - current[i]))
+            size = max(size, abs(new[i]))
+        current = new
+        if change <= TOLERANCE * size:
+            break
+    twist = vf + JB @ current
+    power = np.zeros(ks)
+    for i in range(ks):
+        for r in range(3):
+            power[i] += current[s3[3 * i + r]] * twist[3 * i + r]
+    return current, power, 1
 
 
 @kernel()
