@@ -146,6 +146,31 @@ def test_ingest_cli_writes_a_dataset_that_trains(tmp_path):
     assert ds.source == "ft-rig" and ds.valid.sum() == 4 + 26  # four runs and the zero-depth row
 
 
+def test_runs_on_an_existing_datasets_directions_ingest_onto_them(tmp_path):
+    """Runs along the shipped Beads set's directions (poles and rings at 0 and ±30°, not a grid of
+    sphere_directions): with --directions DATASET they land on its columns, so that a new bed can be
+    averaged into it; on the default grid the 30° ones are skipped, saying why."""
+    import subprocess
+    import sys
+
+    from granular.apps.cli import main
+    from granular.data import dataset
+    from granular.io.resources import shipped
+
+    beads = shipped("data") / "beads.h5"
+    U = dataset.read(beads).directions
+    picks = [k for k, u in enumerate(U) if np.isclose(u[1], -0.5)][:2] + [int(np.argmin(U[:, 1]))]  # two 30° down, down
+    paths = [make_run(tmp_path, f"r{n}", (-0.03, 0.0), U[k], seed=n)[0] for n, k in enumerate(picks)]
+    assert main(["ingest", *map(str, paths), "--directions", str(beads), "--out", str(tmp_path / "on.h5")]) == 0
+    ds = dataset.read(tmp_path / "on.h5")
+    np.testing.assert_array_equal(ds.directions, U)
+    assert ds.valid[ds.configs[:, 0] < 0].sum() == 3 and ds.valid[ds.configs[:, 0] < 0][0, picks].all()
+    out = subprocess.run([sys.executable, "-m", "granular", "ingest", *paths, "--out", tmp_path / "grid.h5"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "is not one of the 26 grid directions" in out.stderr
+    assert dataset.read(tmp_path / "grid.h5").valid[1:].sum() == 1
+
+
 @pytest.mark.parametrize("fmt", ["csv", "h5"])
 def test_inspect_a_raw_run_shows_its_extraction(tmp_path, fmt):
     import subprocess

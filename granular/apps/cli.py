@@ -78,6 +78,20 @@ def _directions(text: str) -> int:
     return m
 
 
+def _directions_or_dataset(text: str):
+    """m of the direction grid, or a dataset (.h5) whose directions to sample (read in the command)."""
+    return text if text.lower().endswith(".h5") else _directions(text)
+
+
+def _sampled_directions(value):
+    """--directions as the data functions take it: m, or the named dataset's directions."""
+    if not isinstance(value, str):
+        return value
+    from granular.data import dataset as wd
+
+    return wd.read(value).directions
+
+
 def _check_outputs(args, inputs=(), files=("out", "video"), folders=("plot",)):
     """The command's output options, checked against its inputs before any work."""
     from granular.io.files import check_output
@@ -459,7 +473,8 @@ def cmd_ingest(args):
     inputs = list(args.runs) + [ingest.sidecar_path(r) for r in args.runs] + ([args.mapping] if args.mapping else [])
     _check_outputs(args, inputs)
     mapping = ingest.Mapping.load(args.mapping, args.assume_sensor_at_p_center)
-    ds = ingest.assemble(args.runs, out_medium=args.medium, mapping=mapping, cutoff=args.cutoff, m=args.directions,
+    ds = ingest.assemble(args.runs, out_medium=args.medium, mapping=mapping, cutoff=args.cutoff,
+                         m=_sampled_directions(args.directions),
                          source=args.source, progress=True)
     wd.write(ds, args.out)
     _say(f"wrote {args.out}")
@@ -495,7 +510,8 @@ def cmd_acquire(args):
     if args.paths or args.seeds:
         raise GranularError("--paths and --seeds belong to `granular acquire dem-paths`")
     _check_outputs(args)
-    ds = dem.acquire_dataset(args.out, args.medium, bed, args.depths, args.tilts, args.directions, args.t_total,
+    ds = dem.acquire_dataset(args.out, args.medium, bed, args.depths, args.tilts, _sampled_directions(args.directions),
+                             args.t_total,
                              args.cutoff, workdir=args.workdir, workers=args.workers, scheduler=args.scheduler,
                              insert_speed=args.insert_speed, threads=args.threads, batch=args.batch)
     wd.write(ds, args.out)
@@ -680,8 +696,9 @@ def build_parser():
     g.add_argument("--cutoff", type=_number(0, 1e6, low_open=True), default=5.0, help="low-pass cutoff (Hz, default 5)")
     g.add_argument("--medium", help="medium name (default: from the runs' metadata)")
     g.add_argument("--source", choices=["ft-rig", "dem"], default="ft-rig")
-    g.add_argument("--directions", type=_directions, default=26,
-                   help="m of the direction grid the runs sample, 2 + 8k (default 26)")
+    g.add_argument("--directions", type=_directions_or_dataset, default=26,
+                   help="m of the direction grid the runs sample, 2 + 8k (default 26), or a dataset (.h5) whose "
+                        "directions they sample")
     g.set_defaults(func=cmd_ingest)
 
     a = sub.add_parser("acquire", help="generate wrench data by DEM simulation with YADE, on a Dask cluster")
@@ -693,7 +710,10 @@ def build_parser():
                    help="comma-separated d (m); default: 0, -0.03, -0.06 (Table I Beads: 0 to -0.24 in steps of 0.06)")
     a.add_argument("--tilts", type=_floats(-1.5708, 1.5708), default=[0.0, 0.5, 1.0],
                    help="comma-separated φ (rad); default: 0, 0.5, 1 (Table I Beads goes to 1.5 in steps of 0.25)")
-    a.add_argument("--directions", type=_directions, default=26)
+    a.add_argument("--directions", type=_directions_or_dataset, default=26,
+                   help="m of the direction grid, 2 + 8k (default 26: the poles and rings at 0 and ±45°), or a "
+                        "dataset (.h5) whose directions to sample, so that a new bed averages into it "
+                        "(data/beads.h5: the poles and rings at 0 and ±30°)")
     a.add_argument("--particles", type=_number(10, 10**8, kind=int), default=3400, help="spheres rained into the box (paper: 58,500)")
     a.add_argument("--box", type=_number(0, 100, low_open=True), nargs=3, default=[0.5, 0.22, 0.4], metavar=("X", "Y", "Z"),
                    help="box size (m); the bed fills it to particles·sphere volume / (0.6·X·Y)")

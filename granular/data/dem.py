@@ -530,10 +530,11 @@ def acquire_dataset(out, medium: str, bed: Bed, depths, tilts, m: int, t_total: 
     yade_command()  # says how to install YADE when it is missing
     workdir = workdir or str(Path(out).with_suffix("")) + "_runs"
     scale = np.array(BEADS_VELOCITY_SCALE)
-    paths = acquire(workdir, bed, config_grid(depths, tilts), sphere_directions(m), scale, t_total, Foot(),
+    directions = sphere_directions(m) if np.ndim(m) == 0 else np.asarray(m, dtype=float)
+    paths = acquire(workdir, bed, config_grid(depths, tilts), directions, scale, t_total, Foot(),
                     medium=medium, workers=workers, scheduler=scheduler, insert_speed=insert_speed, threads=threads,
                     batch=batch)
-    ds = ingest.assemble(paths, out_medium=medium, cutoff=cutoff, m=m, velocity_scale=scale, source="dem")
+    ds = ingest.assemble(paths, out_medium=medium, cutoff=cutoff, m=directions, velocity_scale=scale, source="dem")
     c = cost(workdir, paths)
     cell = "periodic cell" if bed.periodic else "box"
     made = (f"YADE, {c['spheres']} spheres in a {' x '.join(map(str, bed.box))} m {cell}, E {bed.young:.3g} Pa, "

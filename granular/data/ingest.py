@@ -403,12 +403,15 @@ def extract(run: Run, foot: Foot, cutoff: float = DEFAULT_CUTOFF_HZ):
     return wrench, quality
 
 
-def assemble(paths, out_medium=None, mapping: Mapping = Mapping.load(), cutoff=DEFAULT_CUTOFF_HZ, m: int = 26,
+def assemble(paths, out_medium=None, mapping: Mapping = Mapping.load(), cutoff=DEFAULT_CUTOFF_HZ, m=26,
              velocity_scale=None, foot: Foot = Foot(), source: str = "ft-rig", progress=False):
-    """A WrenchDataset from runs: good runs fill the grid θ_des × directions, bad ones are reported."""
+    """A WrenchDataset from runs: good runs fill the grid θ_des × directions, bad ones are reported.
+    ``m``: the directions the runs sample, m of :func:`sphere_directions` or the directions (m, 3)
+    themselves (say, an existing dataset's, so that a new bed's runs average into it)."""
     from tqdm import tqdm
 
-    directions = sphere_directions(m)
+    directions = sphere_directions(m) if np.ndim(m) == 0 else np.asarray(m, dtype=float)
+    m = len(directions)
     paths = list({Path(p).resolve(): p for p in paths}.values())  # a run named twice counts once
     samples, skipped = [], []
     for path in tqdm(paths, desc="ingest", disable=None if progress else True):
