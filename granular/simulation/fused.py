@@ -8,9 +8,9 @@ times each, so a call costs its numerics plus one crossing from Python, however 
 steps it takes (a single robot is a batch of one). It computes what ``step`` computes, to rounding, for
 a model with fixed normals, an RBF model of W(θ) and a controller of the :class:`JointControl`
 kind, with :class:`~granular.contact.qp.NativeSolver` as the QP solver (``tests/test_fused.py``
-compares the two), under the maximum-dissipation law or the data-flow law (the sticking feet's QP, where some feet
-stick while others follow the data, solved by the same native solver). :func:`plan` says whether a model
-qualifies; the :class:`~granular.simulation.simulation.Simulation` loop takes this path where it
+compares the two), under the maximum-dissipation law or the data-flow law (the sticking feet's
+QP, where some feet stick while others follow the data, solved by the same native solver).
+:func:`plan` says whether a model qualifies; the :class:`~granular.simulation.simulation.Simulation` loop takes this path where it
 does and the solver is ``native``, and the per-stage path otherwise.
 """
 from __future__ import annotations
@@ -183,8 +183,9 @@ def fused_steps(q, v, t, steps, dt,
     are advanced in place and the last step's per-foot θ, wrench (F_r, N, N·m), (active, slipping)
     and p_center written to the ``_out`` arrays and to ``fallback`` whether data-flow kept
     max-dissipation's impulses; ``warms`` carries each robot's QP active set from step to step and
-    call to call; ``done`` gets the steps each robot took, ``effort`` its controller's. Returns whether W(θ) was clamped to the data for any robot. A single robot is a
-    batch of one: the same code steps it."""
+    call to call; ``done`` gets the steps each robot took, ``effort`` its controller's. Returns
+    whether W(θ) was clamped to the data for any robot. A single robot is a batch of one: the same
+    code steps it."""
     clamped = False
     for r in range(q.shape[0]):
         done[r], outside, effort[r], t[r], fallback[r] = _steps(
