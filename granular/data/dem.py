@@ -522,7 +522,7 @@ def acquire_dataset(out, medium: str, bed: Bed, depths, tilts, m: int, t_total: 
     from dataclasses import replace
 
     from granular.data import ingest
-    from granular.data.sampling import config_grid, sphere_directions
+    from granular.data.sampling import config_grid, direction_set
     from granular.foot import Foot
 
     if medium != "beads":
@@ -530,7 +530,7 @@ def acquire_dataset(out, medium: str, bed: Bed, depths, tilts, m: int, t_total: 
     yade_command()  # says how to install YADE when it is missing
     workdir = workdir or str(Path(out).with_suffix("")) + "_runs"
     scale = np.array(BEADS_VELOCITY_SCALE)
-    directions = sphere_directions(m) if np.ndim(m) == 0 else np.asarray(m, dtype=float)
+    directions = direction_set(m)
     paths = acquire(workdir, bed, config_grid(depths, tilts), directions, scale, t_total, Foot(),
                     medium=medium, workers=workers, scheduler=scheduler, insert_speed=insert_speed, threads=threads,
                     batch=batch)

@@ -30,7 +30,7 @@ from granular.errors import GranularError
 from granular.io.schema import Finite, NonNegative, Positive, Schema, load as load_schema, parse
 from granular.foot import Foot
 from granular.frames import cross2, foot_axis
-from granular.data.sampling import sphere_directions
+from granular.data.sampling import direction_set
 
 log = logging.getLogger(__name__)
 
@@ -406,11 +406,12 @@ def extract(run: Run, foot: Foot, cutoff: float = DEFAULT_CUTOFF_HZ):
 def assemble(paths, out_medium=None, mapping: Mapping = Mapping.load(), cutoff=DEFAULT_CUTOFF_HZ, m=26,
              velocity_scale=None, foot: Foot = Foot(), source: str = "ft-rig", progress=False):
     """A WrenchDataset from runs: good runs fill the grid θ_des × directions, bad ones are reported.
-    ``m``: the directions the runs sample, m of :func:`sphere_directions` or the directions (m, 3)
-    themselves (say, an existing dataset's, so that a new bed's runs average into it)."""
+    ``m``: the directions the runs sample (:func:`~granular.data.sampling.direction_set`: m of the
+    sphere grid, or the directions (m, 3) themselves, say an existing dataset's, so that a new
+    bed's runs average into it)."""
     from tqdm import tqdm
 
-    directions = sphere_directions(m) if np.ndim(m) == 0 else np.asarray(m, dtype=float)
+    directions = direction_set(m)
     m = len(directions)
     paths = list({Path(p).resolve(): p for p in paths}.values())  # a run named twice counts once
     samples, skipped = [], []

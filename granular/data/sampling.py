@@ -29,6 +29,12 @@ def sphere_directions(m: int = 26) -> np.ndarray:
     return dirs
 
 
+def direction_set(m) -> np.ndarray:
+    """The directions an acquisition samples: :func:`sphere_directions` of ``m``, or ``m`` itself
+    when it is a set of directions (m, 3) (say, an existing dataset's)."""
+    return sphere_directions(m) if np.ndim(m) == 0 else np.asarray(m, dtype=float)
+
+
 def mirror_permutation(directions: np.ndarray, atol: float = 1e-6) -> np.ndarray:
     """Index ``p`` with directions[p[i]] the mirror image (−x, z, −φ) of directions[i].
 

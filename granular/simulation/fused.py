@@ -255,7 +255,8 @@ def _steps(q, v, t, steps, dt,
             c, ok = _solve(P, g, A, ub, rows, warm)
         if not ok:  # the caller takes this step by stages (its controller runs again)
             return s, clamped, effort, t, fell_back
-        slipping = _slipping(c, A, ub, rows)
+        # which feet are on ∂W: the data-flow law's test, and the last step's report
+        slipping = _slipping(c, A, ub, rows) if flow or s == steps - 1 else np.zeros(0, np.bool_)
         step_fell_back = False
         if flow:
             c, step_fell_back, by_stages = _follow_data(c, slipping, theta_on, on, W, Jt_on, B, v_free, P, g, A, ub,
