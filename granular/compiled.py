@@ -83,7 +83,7 @@ def kernel(*arg_types: str):
         _numba_cache()
         from numba import njit
 
-        compiled = njit(cache=True)(fn)
+        compiled = njit(cache=True, error_model="numpy")(fn)
         if arg_types:
             _exports[name] = (compiled, ", ".join(arg_types))
         return compiled
@@ -164,8 +164,27 @@ def key() -> str:
     digest = hashlib.sha256()
     for rel in (*MODULES, "compiled.py"):
         digest.update((_PACKAGE / rel).read_bytes())
-    digest.update(f"{np.__version__} {sys.version} {platform.machine()}".encode())
+    digest.update(f"{np.__version__} {sys.version} {platform.machine()} {_cpu_model()}".encode())
     return digest.hexdigest()[:16]
+
+
+def _cpu() -> str:
+    """The CPU the AOT module is built for: this one (as numba's JIT does), so that its loops use its
+    vector instructions."""
+    from llvmlite import binding
+
+    return binding.get_host_cpu_name()
+
+
+def _cpu_model() -> str:
+    """This machine's CPU model, for the key: a cache shared with other machines builds theirs."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
 
 
 def _aot():
@@ -244,6 +263,7 @@ def build(folder: Path) -> None:
     try:
         cc = CC(NAME)
         cc.output_dir = str(tmp)
+        cc.target_cpu = _cpu()
         for name, (dispatcher, arg_types) in sorted(_exports.items()):
             args, _ = sigutils.normalize_signature(f"({arg_types},)")
             dispatcher.compile(args)  # the return type comes from numba's own typing

@@ -164,9 +164,9 @@ def reduce_small(M, Jt, Jp, Mg, v, impulse):
     skipped. The fused step calls it: at a quadruped's 15 dofs and 12 impulses, numpy's and
     LAPACK's calls cost more than their flops."""
     n, m = M.shape[0], Jt.shape[0]
-    L = cholesky(M)
-    v_free = v + cho_solve(L, impulse)
-    B = _cho_solve_rows(L, Jt)
+    L, first = leaves_first_cholesky(M)
+    v_free = v + leaves_first_solve(L, first, impulse)
+    B = _cho_solve_rows(L, first, Jt)
     P, JpB = _sparse_times(Jt, B), _sparse_times(Jp, B)
     g = np.zeros(m)
     for a in range(m):
@@ -181,32 +181,92 @@ def reduce_small(M, Jt, Jp, Mg, v, impulse):
                 g[b] += JpB[a, b] * w
                 for c in range(m):
                     P[b, c] += Mg[a] * JpB[a, b] * JpB[a, c]
-    return 0.5 * (P + P.T), g, B, v_free
+    for b in range(m):  # ½ (P + Pᵀ), in place
+        for c in range(b + 1, m):
+            P[b, c] = P[c, b] = 0.5 * (P[b, c] + P[c, b])
+    return P, g, B, v_free
 
 
 @kernel()
-def _cho_solve_rows(L, J):
-    """A⁻¹ Jᵀ (n × m) for A = L Lᵀ, all m right-hand sides at once (each row operation a vector op)."""
-    n, m = L.shape[0], J.shape[0]
-    X = np.empty((n, m))
-    for i in range(n):          # L Y = Jᵀ
-        for r in range(m):
-            X[i, r] = J[r, i]
+def leaves_first_cholesky(M):
+    """The Cholesky factor L of M with its dofs in reverse order (L Lᵀ = R M R, R the reversal), and
+    each of its rows' first column that can be non-zero. A tree's dofs are numbered from its base to its
+    leaves, so reversed its branches come first and its base last: M has no entries between two
+    branches, and in this order the factor fills none either (a row's non-zeros start where M's do),
+    so the loops skip them; a quadruped's 15 dofs factor in a third of the dense count. Where a pivot
+    is not positive, L so far with that pivot and the rest zero (as :func:`cholesky`)."""
+    n = M.shape[0]
+    first = np.empty(n, np.int64)
+    for i in range(n):
+        first[i] = i
         for k in range(i):
+            if M[n - 1 - i, n - 1 - k] != 0.0:
+                first[i] = k
+                break
+    L = np.zeros((n, n))
+    for j in range(n):
+        acc = M[n - 1 - j, n - 1 - j]
+        for k in range(first[j], j):
+            acc -= L[j, k] * L[j, k]
+        if not acc > 0.0:
+            return L, first
+        L[j, j] = np.sqrt(acc)
+        for i in range(j + 1, n):
+            if first[i] > j:
+                continue
+            acc = M[n - 1 - i, n - 1 - j]
+            for k in range(max(first[i], first[j]), j):
+                acc -= L[i, k] * L[j, k]
+            L[i, j] = acc / L[j, j]
+    return L, first
+
+
+@kernel()
+def leaves_first_solve(L, first, b):
+    """M⁻¹ b for L, first = :func:`leaves_first_cholesky` (M)."""
+    n = len(b)
+    y = np.empty(n)
+    for i in range(n):
+        acc = b[n - 1 - i]
+        for k in range(first[i], i):
+            acc -= L[i, k] * y[k]
+        y[i] = acc / L[i, i]
+    x = np.empty(n)
+    for i in range(n - 1, -1, -1):
+        acc = y[i]
+        for k in range(i + 1, n):
+            acc -= L[k, i] * y[k]
+        y[i] = acc / L[i, i]
+        x[n - 1 - i] = y[i]
+    return x
+
+
+@kernel()
+def _cho_solve_rows(L, first, J):
+    """M⁻¹ Jᵀ (n × m) for L, first = :func:`leaves_first_cholesky` (M), all m right-hand sides at once
+    (each row operation a vector op); Y holds the reversed order."""
+    n, m = L.shape[0], J.shape[0]
+    Y = np.empty((n, m))
+    for i in range(n):          # L Y = R Jᵀ
+        for r in range(m):
+            Y[i, r] = J[r, n - 1 - i]
+        for k in range(first[i], i):
             l = L[i, k]
             if l != 0.0:
                 for r in range(m):
-                    X[i, r] -= l * X[k, r]
+                    Y[i, r] -= l * Y[k, r]
         for r in range(m):
-            X[i, r] /= L[i, i]
-    for i in range(n - 1, -1, -1):   # Lᵀ X = Y
+            Y[i, r] /= L[i, i]
+    X = np.empty((n, m))
+    for i in range(n - 1, -1, -1):   # Lᵀ Y' = Y, X = R Y'
         for k in range(i + 1, n):
             l = L[k, i]
             if l != 0.0:
                 for r in range(m):
-                    X[i, r] -= l * X[k, r]
+                    Y[i, r] -= l * Y[k, r]
         for r in range(m):
-            X[i, r] /= L[i, i]
+            Y[i, r] /= L[i, i]
+            X[n - 1 - i, r] = Y[i, r]
     return X
 
 
@@ -454,7 +514,7 @@ def dual_active_set(H, g, A, ub, rows, tol, active, count):
     less the constraints that are out of range, dependent on the others or whose multipliers come
     out negative (a dual active-set method may start from any set with non-negative multipliers).
     The set is at most len(x) constraints, so its QR factorisation (of L⁻¹ N, H = L Lᵀ) is rebuilt
-    rather than updated. On return ``active[:size]`` is the final set. Returns (x, status, size):
+    from a removed constraint on rather than updated. On return ``active[:size]`` is the final set. Returns (x, status, size):
     status ≥ 0 the iterations taken; −1 an infeasible step (impossible when x = 0 is feasible),
     −2 the iteration limit (cycling on a degenerate vertex), −3 H too ill-conditioned to trust
     L⁻¹ (more impulses than the degrees of freedom they move, as a rover's wheels: P is singular
@@ -466,13 +526,15 @@ def dual_active_set(H, g, A, ub, rows, tol, active, count):
         lo, hi = min(lo, L[i, i]), max(hi, L[i, i])
     if not (hi > 0.0 and lo >= CONDITION * hi):  # NaN too: a pivot that was not positive
         return np.zeros(n), -3, 0
-    gt = _forward(L, g)                  # L⁻¹ g
-    Nt = np.empty((n, n))                # L⁻¹ a_j of the active constraints, one per row
-    Q, R = np.empty((n, n)), np.empty((n, n))
-    u, proj, rr = np.zeros(n), np.empty(n), np.empty(n)
-    a, at, resid = np.empty(n), np.empty(n), np.empty(n)
-    na = _warm_start(A, ub, rows, L, active, count, Nt, Q, R, gt, u, proj, rr)
-    x = np.empty(n)
+    work = np.empty(3 * n * n + 9 * n)   # one allocation: at a quadruped's size they cost as much as the flops
+    Nt = work[:n * n].reshape((n, n))    # L⁻¹ a_j of the active constraints, one per row
+    Q, R = work[n * n:2 * n * n].reshape((n, n)), work[2 * n * n:3 * n * n].reshape((n, n))
+    vectors = work[3 * n * n:].reshape((9, n))
+    gt, u, proj, rr, a, at, resid, x, z = (vectors[0], vectors[1], vectors[2], vectors[3], vectors[4], vectors[5],
+                                           vectors[6], vectors[7], vectors[8])
+    _forward_into(L, g, gt)              # L⁻¹ g
+    u[:] = 0.0
+    na = _warm_start(A, ub, rows, L, active, count, Nt, Q, R, gt, u, proj, rr, a, at, resid)
     _minimiser(L, gt, Nt, u, na, resid, x)
     for it in range(4 * (len(ub) + n) + 10):
         p, s = _most_violated(A, x, ub, rows, tol)
@@ -492,7 +554,7 @@ def dual_active_set(H, g, A, ub, rows, tol, active, count):
             if t1 == np.inf and t2 == np.inf:
                 return x, -1, na
             step = min(t1, t2)
-            z = _backward(L, resid)
+            _backward_into(L, resid, z)
             for i in range(n):
                 x[i] -= step * z[i]
             for j in range(na):
@@ -507,7 +569,7 @@ def dual_active_set(H, g, A, ub, rows, tol, active, count):
                 break
             _remove(Nt, active, u, drop, na)
             na -= 1
-            if not _qr(Nt, na, Q, R):
+            if not _qr(Nt, na, Q, R, drop):
                 return x, -2, na
             s = -ub[p]
             for c in range(3):
@@ -516,13 +578,12 @@ def dual_active_set(H, g, A, ub, rows, tol, active, count):
 
 
 @kernel()
-def _warm_start(A, ub, rows, L, active, count, Nt, Q, R, gt, u, proj, rr):
+def _warm_start(A, ub, rows, L, active, count, Nt, Q, R, gt, u, proj, rr, a, at, resid):
     """The guessed active set made a valid start: each constraint in range and independent of those
     kept before it, then the one with the most negative multiplier dropped until none is negative.
     Multipliers of the minimiser over the set (N x = ub_N): u = −(RᵀR)⁻¹ (ub_N + Ñᵀ L⁻¹ g). Leaves
-    Q R = Ñ of the set."""
+    Q R = Ñ of the set; a, at and resid are scratch."""
     n = len(gt)
-    a, at, resid = np.empty(n), np.empty(n), np.empty(n)
     na = 0
     for j in range(min(count, n)):
         p = active[j]
@@ -538,7 +599,7 @@ def _warm_start(A, ub, rows, L, active, count, Nt, Q, R, gt, u, proj, rr):
             na += 1
     while na > 0:
         for j in range(na):   # rhs = −(ub_N + Ñᵀ gt); solve Rᵀ y = rhs, then R u = y
-            acc = -(ub[active[j]] + _vdot(Nt[j], gt, n))
+            acc = -(ub[active[j]] + _rowdot(Nt, j, gt, n))
             for k in range(j):
                 acc -= R[k, j] * proj[k]
             proj[j] = acc / R[j, j]
@@ -555,7 +616,7 @@ def _warm_start(A, ub, rows, L, active, count, Nt, Q, R, gt, u, proj, rr):
             break
         _remove(Nt, active, u, drop, na)
         na -= 1
-        if not _qr(Nt, na, Q, R):  # rounding made the rest dependent: start cold
+        if not _qr(Nt, na, Q, R, drop):  # rounding made the rest dependent: start cold
             na = 0
     for j in range(na, n):
         u[j] = 0.0
@@ -581,9 +642,9 @@ def _minimiser(L, gt, Nt, u, na, work, x):
     for j in range(na):
         for i in range(n):
             work[i] += u[j] * Nt[j, i]
-    y = _backward(L, work)
+    _backward_into(L, work, x)
     for i in range(n):
-        x[i] = -y[i]
+        x[i] = -x[i]
 
 
 @kernel()
@@ -594,7 +655,7 @@ def _project(Q, R, na, at, proj, rr, resid):
     for i in range(n):
         resid[i] = at[i]
     for j in range(na):
-        proj[j] = _vdot(Q[j], at, n)
+        proj[j] = _rowdot(Q, j, at, n)
         for i in range(n):
             resid[i] -= proj[j] * Q[j, i]
     for j in range(na - 1, -1, -1):
@@ -607,7 +668,9 @@ def _project(Q, R, na, at, proj, rr, resid):
 @kernel()
 def _remove(Nt, active, u, drop, na):
     for j in range(drop, na - 1):
-        Nt[j], active[j], u[j] = Nt[j + 1], active[j + 1], u[j + 1]
+        for i in range(Nt.shape[1]):
+            Nt[j, i] = Nt[j + 1, i]
+        active[j], u[j] = active[j + 1], u[j + 1]
     u[na - 1] = 0.0
 
 
@@ -644,6 +707,24 @@ def _vdot(a, b, n):
     return acc
 
 
+# Rows by index, not as views: a view of a row costs a reference count up and down, which in these
+# loops cost more than the products (issue 12).
+@kernel()
+def _rowdot(A, i, b, n):
+    acc = 0.0
+    for k in range(n):
+        acc += A[i, k] * b[k]
+    return acc
+
+
+@kernel()
+def _rowsdot(A, i, B, j, n):
+    acc = 0.0
+    for k in range(n):
+        acc += A[i, k] * B[j, k]
+    return acc
+
+
 @kernel()
 def _forward_into(L, b, y):
     """y ← L⁻¹ b for lower-triangular L."""
@@ -655,45 +736,31 @@ def _forward_into(L, b, y):
 
 
 @kernel()
-def _forward(L, b):
-    y = np.empty(len(b))
-    _forward_into(L, b, y)
-    return y
-
-
-@kernel()
-def _backward(L, y):
-    """L⁻ᵀ y for lower-triangular L."""
-    n = len(y)
-    x = np.empty(n)
-    for i in range(n - 1, -1, -1):
+def _backward_into(L, y, x):
+    """x ← L⁻ᵀ y for lower-triangular L."""
+    for i in range(len(y) - 1, -1, -1):
         acc = y[i]
-        for k in range(i + 1, n):
+        for k in range(i + 1, len(y)):
             acc -= L[k, i] * x[k]
         x[i] = acc / L[i, i]
-    return x
 
 
 @kernel()
-def cho_solve(L, b):
-    """A⁻¹ b for A = L Lᵀ."""
-    return _backward(L, _forward(L, b))
-
-
-@kernel()
-def _qr(N, k, Q, R):
+def _qr(N, k, Q, R, start):
     """Q R = N by modified Gram–Schmidt for the vectors N[:k] (rows, as Q's: contiguous), which the
-    active set keeps independent; False if rounding has made them dependent after all."""
+    active set keeps independent; False if rounding has made them dependent after all. Q R of
+    N[:start] is taken as it stands (vector j's factors depend on N[:j + 1] alone: after a removal,
+    only those behind it change)."""
     n = N.shape[1]
-    for j in range(k):
+    for j in range(start, k):
         for i in range(n):
             Q[j, i] = N[j, i]
         for i in range(j):
-            R[i, j] = _vdot(Q[i], Q[j], n)
+            R[i, j] = _rowsdot(Q, i, Q, j, n)
             for c in range(n):
                 Q[j, c] -= R[i, j] * Q[i, c]
-        R[j, j] = np.sqrt(_vdot(Q[j], Q[j], n))
-        if not R[j, j] > INDEPENDENT * np.sqrt(_vdot(N[j], N[j], n)):
+        R[j, j] = np.sqrt(_rowsdot(Q, j, Q, j, n))
+        if not R[j, j] > INDEPENDENT * np.sqrt(_rowsdot(N, j, N, j, n)):
             return False
         for c in range(n):
             Q[j, c] /= R[j, j]

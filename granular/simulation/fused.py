@@ -22,8 +22,8 @@ import numpy as np
 from granular.compiled import kernel, unchecked
 from granular.contact.detection import _detect
 from granular.contact.flow import ITERATIONS, TOLERANCE, flow_coefficients, newton, slide_all
-from granular.contact.qp import (NATIVE_TOLERANCE, TREE_MIN_DOFS, cho_solve, cholesky, dual_active_set, reduce_qp,
-                                 reduce_small, strictly_convex)
+from granular.contact.qp import (NATIVE_TOLERANCE, TREE_MIN_DOFS, dual_active_set, leaves_first_cholesky,
+                                 leaves_first_solve, reduce_qp, reduce_small, strictly_convex)
 from granular.dynamics.multibody import _dynamics, _frames
 from granular.learning.linear import support_of_mirror_average
 from granular.wrench.flow import TAILS
@@ -264,22 +264,24 @@ def _steps(q, v, t, steps, dt,
                                                         tail, dt)
             if by_stages:
                 return s, clamped, effort, t, fell_back
-        v_next = v_free + B @ c
         if s == steps - 1:
             _report(theta, p_center, on, c, slipping, dt, theta_out, wrench_out, flags_out, pc_out)
             fell_back = step_fell_back
         t += dt
         effort += spent
-        for i in range(n):
-            v[i] = v_next[i]
-            q[i] += dt * v_next[i]
+        for i in range(n):  # v⁺ = v_free + B c
+            acc = v_free[i]
+            for j in range(len(c)):
+                acc += B[i, j] * c[j]
+            v[i] = acc
+            q[i] += dt * acc
     return steps, clamped, effort, t, fell_back
 
 
 @kernel()
 def _free_flight(M, v, impulse):
     """v ← v + M⁻¹ impulse (no foot in contact; as reduce_small forms it)."""
-    v += cho_solve(cholesky(M), impulse)
+    v += leaves_first_solve(*leaves_first_cholesky(M), impulse)
 
 
 @kernel()
@@ -325,8 +327,17 @@ def _solve(P, g, A, ub, rows, warm):
 
 @kernel()
 def _work(c, Jt, v_free, B):
-    """Work (J) the impulses c do on the bodies at the velocity they produce (ContactQP.work)."""
-    return c @ (Jt @ (v_free + B @ c))
+    """Work (J) the impulses c do on the bodies at the velocity they produce (ContactQP.work), in loops:
+    no BLAS call, whose result may depend on its threads."""
+    n, m = B.shape
+    work = 0.0
+    for i in range(n):
+        vi = v_free[i]
+        for j in range(m):
+            vi += B[i, j] * c[j]
+        for a in range(m):
+            work += c[a] * Jt[a, i] * vi
+    return work
 
 
 @kernel()
