@@ -526,10 +526,9 @@ def dual_active_set(H, g, A, ub, rows, tol, active, count):
         lo, hi = min(lo, L[i, i]), max(hi, L[i, i])
     if not (hi > 0.0 and lo >= CONDITION * hi):  # NaN too: a pivot that was not positive
         return np.zeros(n), -3, 0
-    work = np.empty(3 * n * n + 9 * n)   # one allocation: at a quadruped's size they cost as much as the flops
-    Nt = work[:n * n].reshape((n, n))    # L⁻¹ a_j of the active constraints, one per row
-    Q, R = work[n * n:2 * n * n].reshape((n, n)), work[2 * n * n:3 * n * n].reshape((n, n))
-    vectors = work[3 * n * n:].reshape((9, n))
+    # two allocations, not thirteen: at a quadruped's size they cost as much as the flops
+    matrices, vectors = np.empty((3, n, n)), np.empty((9, n))
+    Nt, Q, R = matrices[0], matrices[1], matrices[2]   # Nt: L⁻¹ a_j of the active constraints, one per row
     gt, u, proj, rr, a, at, resid, x, z = (vectors[0], vectors[1], vectors[2], vectors[3], vectors[4], vectors[5],
                                            vectors[6], vectors[7], vectors[8])
     _forward_into(L, g, gt)              # L⁻¹ g

@@ -10,8 +10,6 @@ from granular.compiled import kernel
 
 #: Kernel ids of the compiled features: φ(r) = r² log r, r³, −r.
 KERNELS = {"thin_plate_spline": 0, "cubic": 1, "linear": 2}
-#: Up to this many rows :func:`rbf_predict` multiplies in loops, not by BLAS.
-SMALL_ROWS = 16
 
 
 @kernel("f8[:, ::1], f8[:, ::1], f8[::1], i8, i8")
@@ -42,18 +40,8 @@ def rbf_features(X, centers, c2, kernel, degree):
 
 @kernel("f8[:, ::1], f8[:, ::1], f8[::1], i8, i8, f8[:, ::1]")
 def rbf_predict(X, centers, c2, kernel, degree, coef):
-    """F(X) C: the model's RBF (its mirror average folded into the centres and C, WrenchSpaceModel._fold).
-    A step's few rows (its feet) in loops: there BLAS's call and packing cost more than the products."""
-    F = rbf_features(X, centers, c2, kernel, degree)
-    if F.shape[0] > SMALL_ROWS:
-        return F @ coef
-    out = np.zeros((F.shape[0], coef.shape[1]))
-    for i in range(F.shape[0]):
-        for j in range(F.shape[1]):
-            f = F[i, j]
-            for c in range(coef.shape[1]):
-                out[i, c] += f * coef[j, c]
-    return out
+    """F(X) C: the model's RBF (its mirror average folded into the centres and C, WrenchSpaceModel._fold)."""
+    return rbf_features(X, centers, c2, kernel, degree) @ coef
 
 
 @kernel("f8, f8, i8")
