@@ -75,10 +75,10 @@ class _TargetTracker:
     """The robot's joint PD towards a goal the environment sets each control period; it also sums
     (torque / limit)² over the steps, the effort the reward charges for."""
 
-    def __init__(self, robot, goal):
+    def __init__(self, robot, goal, limits):
         self.goal = goal
         self.pd = JointPD(robot, self._targets)
-        self.limits = np.vstack(self.pd._joints)
+        self.limits = limits  # one array for a medium's episodes: the batch checks them by identity
         self.inv_limit = 1.0 / robot.max_torque[3:]
         self.effort = 0.0
 
@@ -122,6 +122,7 @@ class _Medium:
         # standing pose before the gait starts), held as Hold holds a pose.
         self.nominal = np.clip(sim.controller.targets(0.0, 0.0), self.robot.lower[3:], self.robot.upper[3:])
         self.depth_arrays = depth_arrays(self.model)
+        self.limits = np.vstack(sim.controller._joints)
 
 
 class QuadrupedEnv(gymnasium.Env):
@@ -209,7 +210,7 @@ class QuadrupedEnv(gymnasium.Env):
         v[:2] += rng.uniform(-w["velocity"], w["velocity"], 2)
         v[2] += rng.uniform(-w["omega"], w["omega"])
         v[3:] += rng.uniform(-w["rates"], w["rates"], nj)
-        self._controller = _TargetTracker(m.robot, m.nominal.copy())
+        self._controller = _TargetTracker(m.robot, m.nominal.copy(), m.limits)
         self.sim = Simulation(m.model, State(m.state.t, q, v), self._controller, make_solver(m.solver))
         self.elapsed = 0
         return self._observation(), self._info(forward_velocity=0.0, effort=0.0)
@@ -224,7 +225,7 @@ class QuadrupedEnv(gymnasium.Env):
         if self.sim is None:
             raise GranularError("call reset() before step()")
         a = np.asarray(action, dtype=float).reshape(-1)
-        if a.shape != self.action_space.shape or not np.all(np.isfinite(a)):
+        if a.shape != self.action_space.shape or not np.isfinite(a).all():
             raise GranularError(f"action must be {self.action_space.shape[0]} finite numbers, got {action!r}")
         m = self._media[self.medium]
         # Out-of-range actions are clipped, as the Box promises; the PD then clips to the joints' ranges.

@@ -142,15 +142,17 @@ def advance(model, arrays, controls, states, warms, steps: int):
     for ctl, e in zip(controls, effort):
         if ctl.effort is not None:
             ctl.effort(e)
-    return [(t[r], q[r], v[r], (theta[r], flags[r, :, 0] == 1, wrench[r], flags[r, :, 1] == 1, p_center[r],
-                                bool(fallback[r])), int(done[r])) for r in range(R)]
+    active, slipping = flags[:, :, 0] == 1, flags[:, :, 1] == 1
+    return [(t[r], q[r], v[r], (theta[r], active[r], wrench[r], slipping[r], p_center[r], bool(fallback[r])),
+             int(done[r])) for r in range(R)]
 
 
 def batchable(controls) -> bool:
     """Whether robots under these controls can step in one call: one kind, and beyond a CONSTANT
     goal the same targets."""
     first = controls[0]
-    return all(c is first or (c.kind == CONSTANT == first.kind and np.array_equal(c.limits, first.limits))
+    return all(c is first or (c.kind == CONSTANT == first.kind
+                              and (c.limits is first.limits or np.array_equal(c.limits, first.limits)))
                for c in controls)
 
 
