@@ -193,8 +193,8 @@ def leaves_first_cholesky(M):
     each of its rows' first column that can be non-zero. A tree's dofs are numbered from its base to its
     leaves, so reversed its branches come first and its base last: M has no entries between two
     branches, and in this order the factor fills none either (a row's non-zeros start where M's do),
-    so the loops skip them; a quadruped's 15 dofs factor in a third of the dense count. Where a pivot
-    is not positive, L so far with that pivot and the rest zero (as :func:`cholesky`)."""
+    so the loops skip them. Where a pivot is not positive, L so far with that pivot and the rest zero
+    (as :func:`cholesky`)."""
     n = M.shape[0]
     first = np.empty(n, np.int64)
     for i in range(n):
@@ -514,11 +514,11 @@ def dual_active_set(H, g, A, ub, rows, tol, active, count):
     less the constraints that are out of range, dependent on the others or whose multipliers come
     out negative (a dual active-set method may start from any set with non-negative multipliers).
     The set is at most len(x) constraints, so its QR factorisation (of L⁻¹ N, H = L Lᵀ) is rebuilt
-    from a removed constraint on rather than updated. On return ``active[:size]`` is the final set. Returns (x, status, size):
-    status ≥ 0 the iterations taken; −1 an infeasible step (impossible when x = 0 is feasible),
-    −2 the iteration limit (cycling on a degenerate vertex), −3 H too ill-conditioned to trust
-    L⁻¹ (more impulses than the degrees of freedom they move, as a rover's wheels: P is singular
-    but for its ridge)."""
+    from a removed constraint on rather than updated. On return ``active[:size]`` is the final set.
+    Returns (x, status, size): status ≥ 0 the iterations taken; −1 an infeasible step (impossible
+    when x = 0 is feasible), −2 the iteration limit (cycling on a degenerate vertex), −3 H too
+    ill-conditioned to trust L⁻¹ (more impulses than the degrees of freedom they move, as a rover's
+    wheels: P is singular but for its ridge)."""
     n = len(g)
     L = cholesky(H)
     lo, hi = np.inf, 0.0
@@ -706,8 +706,7 @@ def _vdot(a, b, n):
     return acc
 
 
-# Rows by index, not as views: a view of a row costs a reference count up and down, which in these
-# loops cost more than the products (issue 12).
+# Rows by index, not as views: a view of a row costs a reference count up and down.
 @kernel()
 def _rowdot(A, i, b, n):
     acc = 0.0
