@@ -177,14 +177,14 @@ def _cpu() -> str:
 
 
 def _cpu_model() -> str:
-    """This machine's CPU model, for the key: a cache shared with other machines builds theirs."""
+    """This machine's CPU model and instruction-set flags, for the key: a cache shared with other
+    machines (or virtual machines that hide some of the CPU's instructions) builds theirs."""
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
     except OSError:
-        pass
-    return platform.processor()
+        return platform.processor()
+    wanted = ("model name", "flags")
+    return " ".join(dict.fromkeys(line.split(":", 1)[1].strip() for line in lines if line.startswith(wanted)))
 
 
 def _aot():
