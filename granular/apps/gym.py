@@ -122,7 +122,7 @@ class _Medium:
         # standing pose before the gait starts), held as Hold holds a pose.
         self.nominal = np.clip(sim.controller.targets(0.0, 0.0), self.robot.lower[3:], self.robot.upper[3:])
         self.depth_arrays = depth_arrays(self.model)
-        self.limits = np.vstack(sim.controller._joints)
+        self.limits = sim.controller.limits
 
 
 class QuadrupedEnv(gymnasium.Env):

@@ -224,21 +224,7 @@ def leaves_first_cholesky(M):
 @kernel()
 def leaves_first_solve(L, first, b):
     """M⁻¹ b for L, first = :func:`leaves_first_cholesky` (M)."""
-    n = len(b)
-    y = np.empty(n)
-    for i in range(n):
-        acc = b[n - 1 - i]
-        for k in range(first[i], i):
-            acc -= L[i, k] * y[k]
-        y[i] = acc / L[i, i]
-    x = np.empty(n)
-    for i in range(n - 1, -1, -1):
-        acc = y[i]
-        for k in range(i + 1, n):
-            acc -= L[k, i] * y[k]
-        y[i] = acc / L[i, i]
-        x[n - 1 - i] = y[i]
-    return x
+    return _cho_solve_rows(L, first, b.reshape((1, len(b))))[:, 0]
 
 
 @kernel()
@@ -598,7 +584,7 @@ def _warm_start(A, ub, rows, L, active, count, Nt, Q, R, gt, u, proj, rr, a, at,
             na += 1
     while na > 0:
         for j in range(na):   # rhs = −(ub_N + Ñᵀ gt); solve Rᵀ y = rhs, then R u = y
-            acc = -(ub[active[j]] + _rowdot(Nt, j, gt, n))
+            acc = -(ub[active[j]] + _vdot(Nt[j], gt, n))
             for k in range(j):
                 acc -= R[k, j] * proj[k]
             proj[j] = acc / R[j, j]
@@ -654,7 +640,7 @@ def _project(Q, R, na, at, proj, rr, resid):
     for i in range(n):
         resid[i] = at[i]
     for j in range(na):
-        proj[j] = _rowdot(Q, j, at, n)
+        proj[j] = _vdot(Q[j], at, n)
         for i in range(n):
             resid[i] -= proj[j] * Q[j, i]
     for j in range(na - 1, -1, -1):
@@ -667,9 +653,7 @@ def _project(Q, R, na, at, proj, rr, resid):
 @kernel()
 def _remove(Nt, active, u, drop, na):
     for j in range(drop, na - 1):
-        for i in range(Nt.shape[1]):
-            Nt[j, i] = Nt[j + 1, i]
-        active[j], u[j] = active[j + 1], u[j + 1]
+        Nt[j], active[j], u[j] = Nt[j + 1], active[j + 1], u[j + 1]
     u[na - 1] = 0.0
 
 
@@ -706,23 +690,6 @@ def _vdot(a, b, n):
     return acc
 
 
-# Rows by index, not as views: a view of a row costs a reference count up and down.
-@kernel()
-def _rowdot(A, i, b, n):
-    acc = 0.0
-    for k in range(n):
-        acc += A[i, k] * b[k]
-    return acc
-
-
-@kernel()
-def _rowsdot(A, i, B, j, n):
-    acc = 0.0
-    for k in range(n):
-        acc += A[i, k] * B[j, k]
-    return acc
-
-
 @kernel()
 def _forward_into(L, b, y):
     """y ← L⁻¹ b for lower-triangular L."""
@@ -754,11 +721,11 @@ def _qr(N, k, Q, R, start):
         for i in range(n):
             Q[j, i] = N[j, i]
         for i in range(j):
-            R[i, j] = _rowsdot(Q, i, Q, j, n)
+            R[i, j] = _vdot(Q[i], Q[j], n)
             for c in range(n):
                 Q[j, c] -= R[i, j] * Q[i, c]
-        R[j, j] = np.sqrt(_rowsdot(Q, j, Q, j, n))
-        if not R[j, j] > INDEPENDENT * np.sqrt(_rowsdot(N, j, N, j, n)):
+        R[j, j] = np.sqrt(_vdot(Q[j], Q[j], n))
+        if not R[j, j] > INDEPENDENT * np.sqrt(_vdot(N[j], N[j], n)):
             return False
         for c in range(n):
             Q[j, c] /= R[j, j]

@@ -134,6 +134,11 @@ class JointPD:
         r = self.robot
         return r.lower[3:], r.upper[3:], r.kp[3:], r.kd[3:], r.max_torque[3:]
 
+    @cached_property
+    def limits(self) -> np.ndarray:
+        """:attr:`_joints` as one (5, n − 3) array, as :class:`JointControl` holds them."""
+        return np.vstack(self._joints)
+
     def joint_control(self) -> JointControl | None:
         """This controller as plain data for the fused step (:mod:`granular.simulation.fused`), or
         None for targets it does not know (a function of its own)."""
@@ -141,7 +146,7 @@ class JointPD:
 
     @cached_property
     def _joint_control(self):
-        gait, limits = self.targets, np.vstack(self._joints)
+        gait, limits = self.targets, self.limits
         if isinstance(gait, Hold):
             return JointControl(CONSTANT, limits, gait(0.0))
         if not isinstance(gait, (Trot, Keyframes)):

@@ -218,6 +218,7 @@ def _steps(q, v, t, steps, dt,
         grains = grains or grain_mass[i] != 0.0
     clamped, effort, fell_back = False, 0.0, False
     u = np.zeros(n)
+    unreported = np.zeros(0, np.bool_)  # the slipping test's stand-in where nothing needs it
     for s in range(steps):
         spent = _joint_pd(t, q, v, u, kind, limits, goal, trot, times, xz, limbs, geometry, sides, columns)
         angle, origin = _frames(q, parent, joint, offset)
@@ -258,7 +259,7 @@ def _steps(q, v, t, steps, dt,
         if not ok:  # the caller takes this step by stages (its controller runs again)
             return s, clamped, effort, t, fell_back
         # which feet are on ∂W: the data-flow law's test, and the last step's report
-        slipping = _slipping(c, A, ub, rows) if flow or s == steps - 1 else np.zeros(0, np.bool_)
+        slipping = _slipping(c, A, ub, rows) if flow or s == steps - 1 else unreported
         step_fell_back = False
         if flow:
             c, step_fell_back, by_stages = _follow_data(c, slipping, theta_on, on, W, Jt_on, B, v_free, P, g, A, ub,
