@@ -213,8 +213,8 @@ def test_a_step_the_native_solver_cannot_take_is_stepped_by_stages(monkeypatch):
         calls.append(steps)
         if len(calls) > 1:
             return real(model, arrays, controls, states, warms, steps)
-        (t, q, v, info, _), = real(model, arrays, controls, states, warms, 250)
-        return [(t, q, v, info, 250)]
+        t, q, v, info, _ = real(model, arrays, controls, states, warms, 250)
+        return t, q, v, info, np.array([250])
 
     monkeypatch.setattr(fused, "advance", stops_once)
     sim.advance(600)

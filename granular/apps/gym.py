@@ -53,8 +53,9 @@ from granular.contact.qp import make_solver
 from granular.scenarios import scenario as scenarios
 from granular.scenarios.control import JointPD
 from granular.scenarios.robots import JOINTS, LIMBS
+from granular.simulation import fused
 from granular.simulation.fused import CONSTANT, JointControl, depth_arrays, foot_depths
-from granular.simulation.simulation import Simulation
+from granular.simulation.simulation import Simulation, advance_together
 from granular.simulation.step import State
 
 ENV_ID = "granular/Quadruped-v0"
@@ -197,8 +198,14 @@ class QuadrupedEnv(gymnasium.Env):
     # -- the episode ---------------------------------------------------------------------------
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
+        self._begin()
+        obs, _, _, _, info = report([self], np.zeros(1), np.zeros(1), np.ones(1, dtype=bool))
+        return obs[0], row(info, 0)
+
+    def _begin(self):
+        """A new episode from the env's RNG: the medium first, then the perturbation, so the seed
+        fixes both."""
         rng = self.np_random
-        # Medium first, then the perturbation, both from the env's RNG: the seed fixes both.
         self.medium = self.media[int(rng.integers(len(self.media)))]
         m = self._media[self.medium]
         w = {k: v * self.reset_noise for k, v in RESET_WIDTHS.items()}
@@ -213,39 +220,18 @@ class QuadrupedEnv(gymnasium.Env):
         self._controller = _TargetTracker(m.robot, m.nominal.copy(), m.limits)
         self.sim = Simulation(m.model, State(m.state.t, q, v), self._controller, make_solver(m.solver))
         self.elapsed = 0
-        return self._observation(), self._info(forward_velocity=0.0, effort=0.0)
 
     def step(self, action):
-        x0 = self._act(action)
-        self.sim.advance(self.substeps)
-        return self._outcome(x0)
-
-    def _act(self, action) -> float:
-        """Set the joint goal for the next control period; the torso's x before it (m)."""
         if self.sim is None:
             raise GranularError("call reset() before step()")
-        a = np.asarray(action, dtype=float).reshape(-1)
-        if a.shape != self.action_space.shape or not np.isfinite(a).all():
+        try:
+            a = np.asarray(action, dtype=float).reshape(1, -1)
+        except (TypeError, ValueError):
+            a = None
+        if a is None or a.shape[1:] != self.action_space.shape:
             raise GranularError(f"action must be {self.action_space.shape[0]} finite numbers, got {action!r}")
-        m = self._media[self.medium]
-        # Out-of-range actions are clipped, as the Box promises; the PD then clips to the joints' ranges.
-        # In place: the fused step's JointControl holds this array.
-        np.add(m.nominal, self.action_scale * np.minimum(np.maximum(a, -1.0), 1.0), out=self._controller.goal)
-        self._controller.effort = 0.0
-        return self.sim.state.q[0]
-
-    def _outcome(self, x0):
-        """(observation, reward, terminated, truncated, info) of the control period just stepped."""
-        m = self._media[self.medium]
-        self.elapsed += 1
-        q = self.sim.state.q
-        forward = (q[0] - x0) / self.control_period
-        effort = self._controller.effort / self.substeps
-        reward = self.forward_weight * forward - self.effort_weight * effort
-        height = q[1] - float(m.model.terrain.height(q[0]))
-        terminated = bool(height < self.fall_height or abs(q[2]) > self.fall_tilt)
-        truncated = bool(not terminated and self.elapsed >= self.max_steps)
-        return self._observation(height), float(reward), terminated, truncated, self._info(forward, effort)
+        obs, reward, terminated, truncated, info = step_episodes([self], a)
+        return obs[0], float(reward[0]), bool(terminated[0]), bool(truncated[0]), row(info, 0)
 
     # -- what the policy and the user see --------------------------------------------------------
     def foot_depths(self) -> np.ndarray:
@@ -254,24 +240,6 @@ class QuadrupedEnv(gymnasium.Env):
             raise GranularError("call reset() before foot_depths()")
         m = self._media[self.medium]
         return unchecked(foot_depths)(np.ascontiguousarray(self.sim.state.q, np.float64), *m.depth_arrays)
-
-    def _observation(self, height=None) -> np.ndarray:
-        """The observation at the current state; ``height``: the torso's above the ground, if known."""
-        model, state = self.sim.model, self.sim.state
-        q, v = state.q, state.v
-        if height is None:
-            height = q[1] - float(model.terrain.height(q[0]))
-        parts = [[height, q[2], v[0], v[1], v[2]], q[3:], v[3:], self.foot_depths()]
-        if self.observe_medium:
-            parts.append(np.asarray(self.media) == self.medium)
-        space = self.observation_space
-        return np.minimum(np.maximum(np.concatenate(parts).astype(np.float32), space.low), space.high)
-
-    def _info(self, forward_velocity, effort) -> dict:
-        q = self.sim.state.q
-        return {"medium": self.medium, "x": float(q[0]), "pitch": float(q[2]),
-                "forward_velocity": float(forward_velocity), "effort": float(effort),
-                "sim_time": float(self.sim.state.t), "sim_steps": int(self.sim.steps)}
 
     def render(self):
         """An RGB image (H, W, 3) of the scene around the torso, drawn as ``granular sim --plot`` draws."""
@@ -309,6 +277,91 @@ class QuadrupedEnv(gymnasium.Env):
 
             plots.plt.close(self._figure)
             self._figure = None
+
+
+def step_episodes(envs, actions, restart=None):
+    """One env step of each of ``envs`` (QuadrupedEnvs built alike, their episodes begun) under
+    ``actions`` (R, joints), the simulator's steps of all of them in as few compiled calls as their
+    media allow: :func:`report`'s (observations, rewards, terminated, truncated, infos). Episodes
+    marked in ``restart`` (R,) begin anew instead, their RNG going on, and report reward 0
+    (Gymnasium's next-step autoreset). A single environment's step is a batch of one, so a batch
+    equals that many single environments, bit for bit."""
+    R = len(envs)
+    restart = np.zeros(R, dtype=bool) if restart is None else np.asarray(restart, dtype=bool)
+    forward, effort = np.zeros(R), np.zeros(R)
+    for k in np.flatnonzero(restart):
+        envs[k]._begin()
+    running = np.flatnonzero(~restart)
+    if len(running):
+        stepping = [envs[k] for k in running]
+        first = stepping[0]
+        a = actions[running]
+        if not np.isfinite(a).all():
+            bad = int(running[np.flatnonzero(~np.isfinite(a).all(axis=1))[0]])
+            raise GranularError(f"action must be {first.action_space.shape[0]} finite numbers, got {actions[bad]!r}"
+                                + (f" (environment {bad})" if R > 1 else ""))
+        # Out-of-range actions are clipped, as the Box promises; the PD then clips to the joints' ranges.
+        goals = (np.array([env._media[env.medium].nominal for env in stepping])
+                 + first.action_scale * np.minimum(np.maximum(a, -1.0), 1.0))
+        x0 = np.empty(len(stepping))
+        for k, env in enumerate(stepping):
+            env._controller.goal[:] = goals[k]  # in place: the fused step's JointControl holds this array
+            env._controller.effort = 0.0
+            env.elapsed += 1
+            x0[k] = env.sim.state.q[0]
+        _advance(stepping)
+        forward[running] = (np.array([env.sim.state.q[0] for env in stepping]) - x0) / first.control_period
+        effort[running] = np.array([env._controller.effort for env in stepping]) / first.substeps
+    return report(envs, forward, effort, restart)
+
+
+def _advance(envs):
+    """One control period of each episode: those on one medium whose steps fuse in one compiled
+    call (:func:`~granular.simulation.simulation.advance_together`), any other alone."""
+    groups = {}
+    for env in envs:
+        control = env.sim.fused_control()
+        if control is None:
+            env.sim.advance(env.substeps)
+        else:
+            groups.setdefault(id(env.sim.model), []).append((env.sim, control))
+    for members in groups.values():
+        sims, controls = zip(*members)
+        if fused.batchable(controls):
+            advance_together(sims, controls, envs[0].substeps)
+        else:
+            for sim in sims:
+                sim.advance(envs[0].substeps)
+
+
+def report(envs, forward, effort, fresh):
+    """What each of ``envs`` reports at its current state, given the forward velocity (m/s) and
+    effort of its last control period, (R,) each: (observations (R, D) float32, rewards (R,),
+    terminated (R,), truncated (R,), infos: an array per key, in Gymnasium's dtypes). Episodes
+    marked ``fresh`` just began: they neither end nor earn."""
+    first = envs[0]
+    q = np.array([env.sim.state.q for env in envs])
+    v = np.array([env.sim.state.v for env in envs])
+    ground = np.array([env.sim.model.terrain.height(float(x)) for env, x in zip(envs, q[:, 0])])
+    height = q[:, 1] - ground
+    reward = first.forward_weight * forward - first.effort_weight * effort
+    terminated = ~fresh & ((height < first.fall_height) | (np.abs(q[:, 2]) > first.fall_tilt))
+    elapsed = np.array([env.elapsed for env in envs])
+    truncated = ~fresh & ~terminated & (elapsed >= first.max_steps)
+    parts = [height[:, None], q[:, 2:3], v[:, :3], q[:, 3:], v[:, 3:], np.array([env.foot_depths() for env in envs])]
+    if first.observe_medium:
+        parts.append(np.array([np.asarray(first.media) == env.medium for env in envs]))
+    space = first.observation_space
+    obs = np.minimum(np.maximum(np.concatenate(parts, axis=1).astype(np.float32), space.low), space.high)
+    info = {"medium": np.array([env.medium for env in envs], dtype=object), "x": q[:, 0], "pitch": q[:, 2],
+            "forward_velocity": forward, "effort": effort, "sim_time": np.array([env.sim.state.t for env in envs]),
+            "sim_steps": np.array([env.sim.steps for env in envs], dtype=np.int64)}
+    return obs, reward, terminated, truncated, info
+
+
+def row(info: dict, k: int) -> dict:
+    """Episode k's info, as a dict of Python scalars, from :func:`report`'s columns."""
+    return {key: column[k].item() if isinstance(column[k], np.generic) else column[k] for key, column in info.items()}
 
 
 if ENV_ID not in gymnasium.registry:

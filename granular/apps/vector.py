@@ -2,17 +2,18 @@
 
 :class:`QuadrupedVectorEnv` steps ``num_envs`` independent episodes of
 :class:`~granular.apps.gym.QuadrupedEnv` in one call. The episodes are dealt to ``workers``
-processes (default: one per core). Each worker steps its share's control period in one compiled
-call per medium (:func:`~granular.simulation.simulation.advance_together`: the fused step, looping
-over the robots), and a single environment is a batch of one through the same code: the batch
-equals that many single environments, bit for bit (``tests/test_gym.py``). Each worker builds the scenario's media once and
+processes (default: one per core). Each worker steps its share with
+:func:`~granular.apps.gym.step_episodes`: the control period in one compiled call per medium (the
+fused step, looping over the robots), the actions, observations, rewards and infos as arrays over
+the share. A single environment is a batch of one through the same code: the batch equals that many
+single environments, bit for bit (``tests/test_gym.py``). Each worker builds the scenario's media once and
 shares them, immutable, among its episodes. BLAS runs on one thread per worker, so the workers do
 not contend for the cores.
 
 Autoreset follows Gymnasium 1.x's default (``AutoresetMode.NEXT_STEP``): the step after an episode
 ends resets that episode (without a seed: its own RNG continues) and returns its first observation
 with reward 0. ``reset(seed=s)`` seeds episode i with s + i. ``infos`` hold an array per key of
-:meth:`QuadrupedEnv._info` with Gymnasium's ``_key`` masks.
+``QuadrupedEnv.step``'s info (:func:`~granular.apps.gym.report`) with Gymnasium's ``_key`` masks.
 
 ``workers=0`` steps every episode in this process (no subprocesses): the baseline that
 ``granular bench --batch`` compares with.
@@ -25,10 +26,8 @@ import os
 
 import numpy as np
 
-from granular.apps.gym import QuadrupedEnv
+from granular.apps.gym import QuadrupedEnv, step_episodes
 from granular.errors import GranularError
-from granular.simulation import fused
-from granular.simulation.simulation import advance_together
 
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
@@ -60,39 +59,9 @@ class _Shard:
         return np.stack([o for o, _ in results]), _columns([i for _, i in results])
 
     def step(self, actions):
-        results, running = [None] * len(self.envs), {}
-        for k, (env, action) in enumerate(zip(self.envs, actions)):
-            if self.done[k]:
-                o, info = env.reset()
-                results[k] = (o, 0.0, False, False, info)
-                self.done[k] = False
-            else:
-                running[k] = env._act(action)
-        self._advance([self.envs[k] for k in running])
-        for k, x0 in running.items():
-            results[k] = self.envs[k]._outcome(x0)
-            self.done[k] = results[k][2] or results[k][3]
-        obs, rewards, terminated, truncated, infos = zip(*results)
-        return np.stack(obs), np.array(rewards), np.array(terminated), np.array(truncated), _columns(list(infos))
-
-    @staticmethod
-    def _advance(envs):
-        """One control period of each episode: those on one medium whose steps fuse in one compiled
-        call (:func:`~granular.simulation.simulation.advance_together`), any other alone."""
-        groups = {}
-        for env in envs:
-            control = env.sim.fused_control()
-            if control is None:
-                env.sim.advance(env.substeps)
-            else:
-                groups.setdefault(id(env.sim.model), []).append((env.sim, control))
-        for members in groups.values():
-            sims, controls = zip(*members)
-            if fused.batchable(controls):
-                advance_together(sims, controls, envs[0].substeps)
-            else:
-                for sim in sims:
-                    sim.advance(envs[0].substeps)
+        obs, rewards, terminated, truncated, infos = step_episodes(self.envs, actions, restart=self.done)
+        self.done = terminated | truncated
+        return obs, rewards, terminated, truncated, infos
 
 
 def _columns(infos: list):
@@ -175,8 +144,12 @@ class QuadrupedVectorEnv(VectorEnv):
 
     def _receive(self):
         results = []
-        for _, conn in self._workers:
-            status, value = conn.recv()
+        for process, conn in self._workers:
+            try:
+                status, value = conn.recv()
+            except (EOFError, OSError):
+                raise GranularError(f"a batch worker (process {process.pid}) ended without answering, exit code "
+                                    f"{process.exitcode}: see its output above") from None
             if status == "error":
                 raise GranularError(f"a batch worker failed: {value}")
             results.append(value)

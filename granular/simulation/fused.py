@@ -123,7 +123,8 @@ def advance(model, arrays, controls, states, warms, steps: int):
     """Step each of ``states`` (robots of one model; robot r under ``controls[r]``, its QP warm
     started from ``warms[r]``, :func:`workspace`) ``steps`` times in one call. All controls share
     one kind; only a CONSTANT one's goal may differ from robot to robot (:func:`batchable`).
-    Returns per robot (t, q, v, the last step's StepInfo fields, the steps done); fewer than
+    Returns arrays over the robots: t (R,), q, v (R, n), the last step's StepInfo fields (θ,
+    active, wrench, slipping, p_center, fallback; R rows each) and the steps done (R,); fewer than
     ``steps`` are done only where the QP solver failed at the next one, which the caller then
     steps stage by stage (and that robot's StepInfo fields are not the last step's)."""
     R, N = len(states), len(model.contacts)
@@ -142,9 +143,7 @@ def advance(model, arrays, controls, states, warms, steps: int):
     for ctl, e in zip(controls, effort):
         if ctl.effort is not None:
             ctl.effort(e)
-    active, slipping = flags[:, :, 0] == 1, flags[:, :, 1] == 1
-    return [(t[r], q[r], v[r], (theta[r], active[r], wrench[r], slipping[r], p_center[r], bool(fallback[r])),
-             int(done[r])) for r in range(R)]
+    return t, q, v, (theta, flags[:, :, 0] == 1, wrench, flags[:, :, 1] == 1, p_center, fallback != 0), done
 
 
 def batchable(controls) -> bool:

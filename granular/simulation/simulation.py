@@ -95,17 +95,18 @@ def advance_together(sims, controls, n: int):
     first = sims[0]
     arrays, _ = first._fused[1]
     warms = np.concatenate([s._fused[1][1] for s in sims]) if len(sims) > 1 else first._fused[1][1]
-    results = fused.advance(first.model, arrays, controls, [s.state for s in sims], warms, n)
-    for k, (sim, (t, q, v, info, done)) in enumerate(zip(sims, results)):
+    t, q, v, (theta, active, wrench, slipping, p_center, fell_back), done = fused.advance(
+        first.model, arrays, controls, [s.state for s in sims], warms, n)
+    for k, sim in enumerate(sims):
         if len(sims) > 1:
             sim._fused[1][1][0] = warms[k]
-        if done:
-            sim.state = State(t, q, v, sim.state.holder)
-            sim.steps += done
-        if done == n:
-            sim.info = StepInfo(*info)
+        if done[k]:
+            sim.state = State(float(t[k]), q[k], v[k], sim.state.holder)
+            sim.steps += int(done[k])
+        if done[k] == n:
+            sim.info = StepInfo(theta[k], active[k], wrench[k], slipping[k], p_center[k], bool(fell_back[k]))
         else:
-            _finish_alone(sim, controls[k], n - done)
+            _finish_alone(sim, controls[k], n - int(done[k]))
 
 
 def _finish_alone(sim, control, left: int):
@@ -116,14 +117,15 @@ def _finish_alone(sim, control, left: int):
         sim._stage_step()
         left -= 1
         if left:
-            (t, q, v, info, done), = fused.advance(sim.model, sim._fused[1][0], [control], [sim.state],
-                                                   sim._fused[1][1], left)
+            t, q, v, info, done = fused.advance(sim.model, sim._fused[1][0], [control], [sim.state],
+                                                sim._fused[1][1], left)
+            done = int(done[0])
             if done:
-                sim.state = State(t, q, v, sim.state.holder)
+                sim.state = State(float(t[0]), q[0], v[0], sim.state.holder)
                 sim.steps += done
                 left -= done
                 if not left:
-                    sim.info = StepInfo(*info)
+                    sim.info = StepInfo(*(field[0] for field in info[:5]), bool(info[5][0]))
 
 
 @dataclass
