@@ -267,11 +267,22 @@ def build(folder: Path) -> None:
         for name, (dispatcher, arg_types) in sorted(_exports.items()):
             args, _ = sigutils.normalize_signature(f"({arg_types},)")
             dispatcher.compile(args)  # the return type comes from numba's own typing
-            cc.export(name, dispatcher.overloads[args].signature)(dispatcher.py_func)
+            cc.export(name, dispatcher.overloads[args].signature)(_calling(dispatcher, len(args)))
         cc.compile()
         tmp.rename(folder)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _calling(dispatcher, count: int):
+    """A function of ``count`` arguments that calls ``dispatcher``: what is exported, so that the
+    kernel's body is compiled with the dispatcher's own options (numba.pycc compiles an exported
+    function with its defaults: Python's error model, under which a division by zero raises where
+    the JIT kernel returns inf or NaN)."""
+    args = ", ".join(f"a{i}" for i in range(count))
+    namespace = {"kernel": dispatcher}
+    exec(f"def call({args}):\n    return kernel({args})\n", namespace)
+    return namespace["call"]
 
 
 if __name__ == "__main__":

@@ -47,6 +47,15 @@ def test_ahead_of_time_and_just_in_time_kernels_agree_exactly(args):
     assert aot == jit
 
 
+def test_an_exported_kernel_divides_by_zero_as_the_jit_kernel_does():
+    """numpy's error model (x / 0 is inf) in the AOT module too: numba.pycc compiles an exported
+    function with Python's, under which the same division raised ZeroDivisionError."""
+    from granular.learning.linear import depth_factor
+
+    assert compiled.mode() == "aot"
+    assert depth_factor(0.1, 0.0, 0) == float("inf")
+
+
 def test_a_short_simulation_does_not_import_numba():
     code = ("import sys; from granular.scenarios import scenario as s; "
             "s.run(s.load('foot-track-curved').with_(duration=0.05)); "

@@ -238,8 +238,7 @@ class QuadrupedEnv(gymnasium.Env):
         """θ's d of each foot at the current state (m): negative in the medium, 0 out of it."""
         if self.sim is None:
             raise GranularError("call reset() before foot_depths()")
-        m = self._media[self.medium]
-        return unchecked(foot_depths)(np.ascontiguousarray(self.sim.state.q, np.float64), *m.depth_arrays)
+        return _depths([self], self.sim.state.q[None])[0]
 
     def render(self):
         """An RGB image (H, W, 3) of the scene around the torso, drawn as ``granular sim --plot`` draws."""
@@ -348,7 +347,7 @@ def report(envs, forward, effort, fresh):
     terminated = ~fresh & ((height < first.fall_height) | (np.abs(q[:, 2]) > first.fall_tilt))
     elapsed = np.array([env.elapsed for env in envs])
     truncated = ~fresh & ~terminated & (elapsed >= first.max_steps)
-    parts = [height[:, None], q[:, 2:3], v[:, :3], q[:, 3:], v[:, 3:], np.array([env.foot_depths() for env in envs])]
+    parts = [height[:, None], q[:, 2:3], v[:, :3], q[:, 3:], v[:, 3:], _depths(envs, q)]
     if first.observe_medium:
         parts.append(np.array([np.asarray(first.media) == env.medium for env in envs]))
     space = first.observation_space
@@ -357,6 +356,19 @@ def report(envs, forward, effort, fresh):
             "forward_velocity": forward, "effort": effort, "sim_time": np.array([env.sim.state.t for env in envs]),
             "sim_steps": np.array([env.sim.steps for env in envs], dtype=np.int64)}
     return obs, reward, terminated, truncated, info
+
+
+def _depths(envs, q):
+    """θ's d (R, N) of each foot of each of ``envs`` at its state q (R, n): one compiled call per medium."""
+    media = [env.medium for env in envs]
+    q = np.ascontiguousarray(q, np.float64)
+    if all(medium == media[0] for medium in media):
+        return unchecked(foot_depths)(q, *envs[0]._media[media[0]].depth_arrays)
+    out = np.empty((len(envs), envs[0].n_feet))
+    for medium in set(media):
+        rows = np.array([k for k, m in enumerate(media) if m == medium])
+        out[rows] = unchecked(foot_depths)(np.ascontiguousarray(q[rows]), *envs[0]._media[medium].depth_arrays)
+    return out
 
 
 def row(info: dict, k: int) -> dict:

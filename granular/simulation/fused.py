@@ -109,14 +109,18 @@ def _feet(feet) -> tuple:
     return feet.bodies.astype(np.int64), feet.points, feet.axis, feet.roll_radius, feet.r_offset
 
 
-@kernel("f8[::1], i8[::1], f8[:, ::1], f8[::1], f8[:, ::1], i8[::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1]",
+@kernel("f8[:, ::1], i8[::1], f8[:, ::1], f8[::1], f8[:, ::1], i8[::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1]",
         "f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1]")
 def foot_depths(q, parent, joint, offset, chain, bodies, points, axis, roll, r_offset, ta, tt, tn, tlo, thi):
-    """θ's d of each foot at the state q (m): negative in the medium, 0 out of it (one compiled call,
-    for an observation; ``depth_arrays`` gives the model's arguments)."""
-    angle, origin = _frames(q, parent, joint, offset)
-    theta = _detect(angle, origin, chain, bodies, points, axis, roll, r_offset, ta, tt, tn, tlo, thi)[0]
-    return np.minimum(theta[:, 0], 0.0)
+    """θ's d (R, N) of each foot at each of the states q (R, n) (m): negative in the medium, 0 out
+    of it (one compiled call for a batch's observations; ``depth_arrays`` gives the model's arguments)."""
+    out = np.empty((q.shape[0], len(bodies)))
+    for r in range(q.shape[0]):
+        angle, origin = _frames(q[r], parent, joint, offset)
+        theta = _detect(angle, origin, chain, bodies, points, axis, roll, r_offset, ta, tt, tn, tlo, thi)[0]
+        for i in range(len(bodies)):
+            out[r, i] = min(theta[i, 0], 0.0)
+    return out
 
 
 def advance(model, arrays, controls, states, warms, steps: int):
@@ -216,19 +220,29 @@ def _steps(q, v, t, steps, dt,
     for i in range(len(grain_mass)):
         grains = grains or grain_mass[i] != 0.0
     clamped, effort, fell_back = False, 0.0, False
-    u = np.zeros(n)
+    u, impulse = np.zeros(n), np.empty(n)
     unreported = np.zeros(0, np.bool_)  # the slipping test's stand-in where nothing needs it
+    # the feet in contact's rows, sliced from buffers made once per call, not per step
+    on_all, theta_all, Mg_all = np.empty(N, np.int64), np.empty((N, 2)), np.empty(3 * N)
+    Jt_all, Jp_all = np.empty((3 * N, n)), np.empty((3 * N, n))
+    stacks, ub_all, rows_all = _stacks(A_fixed, N), np.empty(N * A_fixed.shape[0]), np.empty(N + 1, np.int64)
+    for a in range(N + 1):
+        rows_all[a] = a * A_fixed.shape[0]
     for s in range(steps):
         spent = _joint_pd(t, q, v, u, kind, limits, goal, trot, times, xz, limbs, geometry, sides, columns)
         angle, origin = _frames(q, parent, joint, offset)
         theta, p_center, _, Jt, Jp = _detect(angle, origin, chain, bodies, points, axis, roll, r_offset,
                                              ta, tt, tn, tlo, thi)
         M, k = _dynamics(angle, origin, v, parent, com, mass, inertia, gravity)
-        impulse = dt * (k + u)
-        on = np.flatnonzero(theta[:, 0] < 0.0)
-        nc = len(on)
-        Jt_on, Jp_on, Mg = np.empty((3 * nc, n)), np.empty((3 * nc, n)), np.empty(3 * nc)
-        theta_on = np.empty((nc, 2))
+        nc = 0
+        for i in range(N):
+            if theta[i, 0] < 0.0:
+                on_all[nc] = i
+                nc += 1
+        for i in range(n):
+            impulse[i] = dt * (k[i] + u[i])
+        on, theta_on, Mg = on_all[:nc], theta_all[:nc], Mg_all[:3 * nc]
+        Jt_on, Jp_on = Jt_all[:3 * nc], Jp_all[:3 * nc]
         for a in range(nc):
             theta_on[a] = theta[on[a]]
             for r in range(3):
@@ -249,7 +263,7 @@ def _steps(q, v, t, steps, dt,
         b, W, outside = support_of_mirror_average(theta_on, lo, hi, x_scale, phi_active, per_depth, centers, c2,
                                                   rbf, degree, coef, A_fixed)
         clamped = clamped or outside
-        A, ub, rows = _stacked(A_fixed, b, dt)
+        A, ub, rows = _stacked(stacks, A_fixed.shape[0], b, dt, ub_all, rows_all)
         P, g, B, v_free = _reduce(M, Jt_on, Jp_on, Mg, v, impulse, dofs, starts)
         c, ok = _solve(P, g, A, ub, rows, warm)
         if ok and grains and _work(c, Jt_on, v_free, B) > 1e-10:  # step.WORK_TOLERANCE
@@ -287,20 +301,37 @@ def _free_flight(M, v, impulse):
 
 
 @kernel()
-def _stacked(A_fixed, b, dt):
-    """Block-diagonal (A, ub, rows) of the feet's W(θ), ub = h b."""
-    nc, K = b.shape[0], A_fixed.shape[0]
-    A = np.zeros((nc * K, 3 * nc))
-    ub = np.empty(nc * K)
-    rows = np.empty(nc + 1, dtype=np.int64)
+def _stacks(A_fixed, N):
+    """The block-diagonal A of the feet's W(θ) for 1 … N feet in contact, one after another in one
+    buffer (each foot's block A_fixed on its own impulse): :func:`_stacked` takes its views."""
+    K, size = A_fixed.shape[0], 0
+    for nc in range(1, N + 1):
+        size += nc * K * 3 * nc
+    out = np.zeros(size)
+    at = 0
+    for nc in range(1, N + 1):
+        A = out[at:at + nc * K * 3 * nc].reshape((nc * K, 3 * nc))
+        for a in range(nc):
+            for f in range(K):
+                for c in range(3):
+                    A[a * K + f, 3 * a + c] = A_fixed[f, c]
+        at += nc * K * 3 * nc
+    return out
+
+
+@kernel()
+def _stacked(stacks, K, b, dt, ub_all, rows_all):
+    """(A, ub, rows) of the nc = len(b) feet in contact: A their block-diagonal facets (a view of
+    :func:`_stacks`), ub = h b (a view of ub_all), rows their first facets."""
+    nc = b.shape[0]
+    at = 0
+    for j in range(1, nc):
+        at += j * K * 3 * j
+    ub = ub_all[:nc * K]
     for a in range(nc):
-        rows[a] = a * K
         for f in range(K):
-            for c in range(3):
-                A[a * K + f, 3 * a + c] = A_fixed[f, c]
             ub[a * K + f] = dt * b[a, f]
-    rows[nc] = nc * K
-    return A, ub, rows
+    return stacks[at:at + nc * K * 3 * nc].reshape((nc * K, 3 * nc)), ub, rows_all[:nc + 1]
 
 
 @kernel()
@@ -319,11 +350,11 @@ def _solve(P, g, A, ub, rows, warm):
     top = 1e-12
     for r in range(len(ub)):
         top = max(top, abs(ub[r]))
-    active = warm[1:1 + len(g)].copy()
-    c, status, size = dual_active_set(strictly_convex(P), g, A, ub, rows, NATIVE_TOLERANCE * top, active, warm[0])
+    # the set is updated in place; where the solve fails, size 0 says to start afresh
+    c, status, size = dual_active_set(strictly_convex(P), g, A, ub, rows, NATIVE_TOLERANCE * top,
+                                      warm[1:1 + len(g)], warm[0])
     ok = status >= 0 and np.all(np.isfinite(c))  # else the step by stages (which names a non-finite one)
     warm[0] = size if ok else 0
-    warm[1:1 + len(g)] = active
     return c, ok
 
 
@@ -507,7 +538,7 @@ def _report(theta, p_center, on, c, slipping, dt, theta_out, wrench_out, flags_o
 def _joint_pd(t, q, v, u, kind, limits, goal, trot, times, xz, limbs, geometry, sides, columns):
     """u ← the joint PD's generalized forces (JointPD.__call__); returns mean (torque / limit)²."""
     nj = len(q) - 3
-    target = goal.copy() if kind == CONSTANT else _gait_targets(t, q[2], kind, nj, trot, times, xz, limbs,
+    target = goal if kind == CONSTANT else _gait_targets(t, q[2], kind, nj, trot, times, xz, limbs,
                                                                 geometry, sides, columns)
     effort = 0.0
     for j in range(nj):

@@ -97,16 +97,16 @@ def advance_together(sims, controls, n: int):
     warms = np.concatenate([s._fused[1][1] for s in sims]) if len(sims) > 1 else first._fused[1][1]
     t, q, v, (theta, active, wrench, slipping, p_center, fell_back), done = fused.advance(
         first.model, arrays, controls, [s.state for s in sims], warms, n)
-    for k, sim in enumerate(sims):
+    for k, (sim, t_k, done_k, fell_back_k) in enumerate(zip(sims, t.tolist(), done.tolist(), fell_back.tolist())):
         if len(sims) > 1:
             sim._fused[1][1][0] = warms[k]
-        if done[k]:
-            sim.state = State(float(t[k]), q[k], v[k], sim.state.holder)
-            sim.steps += int(done[k])
-        if done[k] == n:
-            sim.info = StepInfo(theta[k], active[k], wrench[k], slipping[k], p_center[k], bool(fell_back[k]))
+        if done_k:
+            sim.state = State(t_k, q[k], v[k], sim.state.holder)
+            sim.steps += done_k
+        if done_k == n:
+            sim.info = StepInfo(theta[k], active[k], wrench[k], slipping[k], p_center[k], fell_back_k)
         else:
-            _finish_alone(sim, controls[k], n - int(done[k]))
+            _finish_alone(sim, controls[k], n - done_k)
 
 
 def _finish_alone(sim, control, left: int):

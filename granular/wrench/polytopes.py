@@ -22,6 +22,9 @@ ZERO_A = np.vstack([np.eye(3), -np.eye(3)])
 _ORIGIN = np.zeros((1, 3))
 #: Relative size of the padding that makes a flat point set a thin, bounded solid.
 PAD = 1e-6
+#: A hull whose volume is below this share of its extent³ is flat but for rounding (a legitimately thin
+#: W, the round foot's on a rigid floor, has ~1e-4; sand's 1e-2).
+FLAT = 1e-9
 
 
 def hull_halfspaces(points, scale, include_origin: bool = True):
@@ -32,19 +35,12 @@ def hull_halfspaces(points, scale, include_origin: bool = True):
     scaled units) so the polytope stays bounded and contains the origin
     (b ≥ 0 whenever the origin is included).
     """
-    from scipy.spatial import ConvexHull, QhullError
-
     pts = np.asarray(points, dtype=float) / scale
     if include_origin:
         pts = np.concatenate([pts, _ORIGIN])
     if np.abs(pts).max() <= PAD:
         return ZERO_A.copy(), np.zeros(6)
-    try:
-        eq = ConvexHull(pts).equations
-    except QhullError:
-        pad = pts.mean(axis=0) + PAD * ZERO_A
-        eq = ConvexHull(np.concatenate([pts, pad]), qhull_options="QJ").equations
-    eq = _merge_coplanar(eq)
+    eq = _merge_coplanar(_equations(pts))
     A = eq[:, :3] / scale
     norms = np.sqrt(np.einsum("ij,ij->i", A, A))
     A /= norms[:, None]
@@ -52,6 +48,22 @@ def hull_halfspaces(points, scale, include_origin: bool = True):
     if include_origin:
         np.maximum(b, 0.0, out=b)
     return A, b
+
+
+def _equations(pts):
+    """qhull's facet equations of conv(pts); a flat set, or one flat but for rounding (a round
+    foot's W, whose torque follows its force, at a depth of 1e-15 m), padded by a tiny octahedron,
+    so that the polytope is bounded, holds the origin and has a thickness the QP solvers resolve."""
+    from scipy.spatial import ConvexHull, QhullError
+
+    try:
+        hull = ConvexHull(pts)
+        if hull.volume > FLAT * np.ptp(pts, axis=0).max() ** 3:
+            return hull.equations
+    except QhullError:
+        pass
+    pad = pts.mean(axis=0) + PAD * ZERO_A
+    return ConvexHull(np.concatenate([pts, pad]), qhull_options="QJ").equations
 
 
 def _merge_coplanar(eq, tol: float = 1e-9):
