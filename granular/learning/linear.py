@@ -78,7 +78,9 @@ def support_of_mirror_average(thetas, lo, hi, x_scale, phi_active, per_depth, ce
         if not thetas[i, 0] < 0.0:  # out of contact (NaN too, as WrenchSpaceModel.points)
             W[i] = 0.0
             continue
-        W[i] *= depth_factor(thetas[i, 0], lo[0], per_depth)
+        scale = depth_factor(thetas[i, 0], lo[0], per_depth)
+        for j in range(W.shape[1]):  # a loop: W[i] *= scale made a temporary array
+            W[i, j] *= scale
         row = b[i]
         for j in range(m):
             w0, w1, w2 = W[i, 3 * j], W[i, 3 * j + 1], W[i, 3 * j + 2]
