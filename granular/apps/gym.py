@@ -287,18 +287,18 @@ def step_episodes(envs, actions, restart=None):
     equals that many single environments, bit for bit."""
     R = len(envs)
     restart = np.zeros(R, dtype=bool) if restart is None else np.asarray(restart, dtype=bool)
+    running = np.flatnonzero(~restart)
+    a = actions[running]
+    if not np.isfinite(a).all():  # before any episode changes
+        bad = int(running[np.flatnonzero(~np.isfinite(a).all(axis=1))[0]])
+        raise GranularError(f"action must be {envs[0].action_space.shape[0]} finite numbers, got {actions[bad]!r}"
+                            + (f" (environment {bad})" if R > 1 else ""))
     forward, effort = np.zeros(R), np.zeros(R)
     for k in np.flatnonzero(restart):
         envs[k]._begin()
-    running = np.flatnonzero(~restart)
     if len(running):
         stepping = [envs[k] for k in running]
         first = stepping[0]
-        a = actions[running]
-        if not np.isfinite(a).all():
-            bad = int(running[np.flatnonzero(~np.isfinite(a).all(axis=1))[0]])
-            raise GranularError(f"action must be {first.action_space.shape[0]} finite numbers, got {actions[bad]!r}"
-                                + (f" (environment {bad})" if R > 1 else ""))
         # Out-of-range actions are clipped, as the Box promises; the PD then clips to the joints' ranges.
         goals = (np.array([env._media[env.medium].nominal for env in stepping])
                  + first.action_scale * np.minimum(np.maximum(a, -1.0), 1.0))

@@ -115,7 +115,7 @@ def _detect(angle, origin, chain, bodies, points, axis_local, roll, r_offset, ta
         theta[i, 0] = height[i]
         theta[i, 1] = min(max(phi, -np.pi / 2), np.pi / 2)
         # into F_c's axes: x along the tangent t = (n_z, −n_x), z along n (in a loop: as array
-        # expressions each row was a temporary array, 8 of a quadruped step's 18 allocations here)
+        # expressions each row was a temporary array, 8 of this function's 18 allocations for 4 feet)
         for j in range(Jt.shape[2]):
             Jt[i, 0, j] = nz * Jr[i, 0, j] - nx * Jr[i, 1, j]
             Jt[i, 1, j] = nx * Jr[i, 0, j] + nz * Jr[i, 1, j]
