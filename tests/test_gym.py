@@ -312,6 +312,21 @@ def test_the_fused_step_gives_the_stage_by_stage_episode():
     assert abs(fused.sim.state.q[3:] - fused._media[fused.medium].nominal).max() > 0.05, "the actions moved the joints"
 
 
+def test_a_batch_worker_that_dies_is_a_clear_error():
+    from granular.apps.vector import QuadrupedVectorEnv
+
+    batch = QuadrupedVectorEnv(2, workers=2)
+    try:
+        batch.reset(seed=0)
+        process, _ = batch._workers[1]
+        process.kill()
+        process.join()
+        with pytest.raises(GranularError, match=f"process {process.pid}.* ended without answering, exit code -9"):
+            batch.step(np.zeros((2, 12)))
+    finally:
+        batch.close()
+
+
 def test_batched_infos_are_gymnasiums():
     """The vector env's shards send their infos as columns and the env joins them key by key: the
     same arrays and masks as Gymnasium's _add_info."""

@@ -138,8 +138,11 @@ class QuadrupedVectorEnv(VectorEnv):
             self._receive()  # each worker's "ready", or its error
 
     def _call_each(self, command, parts):
-        for part, (_, conn) in zip(parts, self._workers):
-            conn.send((command, part))
+        for part, (process, conn) in zip(parts, self._workers):
+            try:
+                conn.send((command, part))
+            except OSError:  # a broken pipe: the worker is gone
+                self._gone(process)
         return self._receive()
 
     def _receive(self):
@@ -148,12 +151,17 @@ class QuadrupedVectorEnv(VectorEnv):
             try:
                 status, value = conn.recv()
             except (EOFError, OSError):
-                raise GranularError(f"a batch worker (process {process.pid}) ended without answering, exit code "
-                                    f"{process.exitcode}: see its output above") from None
+                self._gone(process)
             if status == "error":
                 raise GranularError(f"a batch worker failed: {value}")
             results.append(value)
         return results
+
+    @staticmethod
+    def _gone(process):
+        process.join(timeout=1)
+        raise GranularError(f"a batch worker (process {process.pid}) ended without answering, exit code "
+                            f"{process.exitcode}: see its output above")
 
     def _split(self, values):
         return [values[a:b] for a, b in zip(self._bounds[:-1], self._bounds[1:])]
