@@ -238,7 +238,8 @@ class QuadrupedEnv(gymnasium.Env):
         """θ's d of each foot at the current state (m): negative in the medium, 0 out of it."""
         if self.sim is None:
             raise GranularError("call reset() before foot_depths()")
-        return _depths([self], self.sim.state.q[None])[0]
+        m = self._media[self.medium]
+        return unchecked(foot_depths)(np.ascontiguousarray(self.sim.state.q[None], np.float64), *m.depth_arrays)[0]
 
     def render(self):
         """An RGB image (H, W, 3) of the scene around the torso, drawn as ``granular sim --plot`` draws."""
@@ -341,13 +342,13 @@ def report(envs, forward, effort, fresh):
     first = envs[0]
     q = np.array([env.sim.state.q for env in envs])
     v = np.array([env.sim.state.v for env in envs])
-    ground = np.array([env.sim.model.terrain.height(float(x)) for env, x in zip(envs, q[:, 0])])
-    height = q[:, 1] - ground
+    height = q[:, 1] - _per_medium(envs, q, lambda m, q: m.model.terrain.height(q[:, 0]))
     reward = first.forward_weight * forward - first.effort_weight * effort
     terminated = ~fresh & ((height < first.fall_height) | (np.abs(q[:, 2]) > first.fall_tilt))
     elapsed = np.array([env.elapsed for env in envs])
     truncated = ~fresh & ~terminated & (elapsed >= first.max_steps)
-    parts = [height[:, None], q[:, 2:3], v[:, :3], q[:, 3:], v[:, 3:], _depths(envs, q)]
+    depths = _per_medium(envs, q, lambda m, q: unchecked(foot_depths)(q, *m.depth_arrays))
+    parts = [height[:, None], q[:, 2:3], v[:, :3], q[:, 3:], v[:, 3:], depths]
     if first.observe_medium:
         parts.append(np.array([np.asarray(first.media) == env.medium for env in envs]))
     space = first.observation_space
@@ -358,16 +359,18 @@ def report(envs, forward, effort, fresh):
     return obs, reward, terminated, truncated, info
 
 
-def _depths(envs, q):
-    """θ's d (R, N) of each foot of each of ``envs`` at its state q (R, n): one compiled call per medium."""
+def _per_medium(envs, q, fn):
+    """``fn(medium, states)`` for the states q (R, n) of ``envs``, one call per medium (its
+    :class:`_Medium` and its episodes' rows of q), the results in the episodes' order."""
     media = [env.medium for env in envs]
     q = np.ascontiguousarray(q, np.float64)
     if all(medium == media[0] for medium in media):
-        return unchecked(foot_depths)(q, *envs[0]._media[media[0]].depth_arrays)
-    out = np.empty((len(envs), envs[0].n_feet))
-    for medium in set(media):
-        rows = np.array([k for k, m in enumerate(media) if m == medium])
-        out[rows] = unchecked(foot_depths)(np.ascontiguousarray(q[rows]), *envs[0]._media[medium].depth_arrays)
+        return fn(envs[0]._media[media[0]], q)
+    parts = {medium: np.array([k for k, m in enumerate(media) if m == medium]) for medium in dict.fromkeys(media)}
+    results = {medium: fn(envs[0]._media[medium], np.ascontiguousarray(q[rows])) for medium, rows in parts.items()}
+    out = np.empty((len(envs),) + results[media[0]].shape[1:])
+    for medium, rows in parts.items():
+        out[rows] = results[medium]
     return out
 
 
