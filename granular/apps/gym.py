@@ -238,8 +238,7 @@ class QuadrupedEnv(gymnasium.Env):
         """θ's d of each foot at the current state (m): negative in the medium, 0 out of it."""
         if self.sim is None:
             raise GranularError("call reset() before foot_depths()")
-        m = self._media[self.medium]
-        return unchecked(foot_depths)(np.ascontiguousarray(self.sim.state.q[None], np.float64), *m.depth_arrays)[0]
+        return _foot_depths([self], self.sim.state.q[None])[0]
 
     def render(self):
         """An RGB image (H, W, 3) of the scene around the torso, drawn as ``granular sim --plot`` draws."""
@@ -347,7 +346,7 @@ def report(envs, forward, effort, fresh):
     terminated = ~fresh & ((height < first.fall_height) | (np.abs(q[:, 2]) > first.fall_tilt))
     elapsed = np.array([env.elapsed for env in envs])
     truncated = ~fresh & ~terminated & (elapsed >= first.max_steps)
-    depths = _per_medium(envs, q, lambda m, q: unchecked(foot_depths)(q, *m.depth_arrays))
+    depths = _foot_depths(envs, q)
     parts = [height[:, None], q[:, 2:3], v[:, :3], q[:, 3:], v[:, 3:], depths]
     if first.observe_medium:
         parts.append(np.array([np.asarray(first.media) == env.medium for env in envs]))
@@ -357,6 +356,11 @@ def report(envs, forward, effort, fresh):
             "forward_velocity": forward, "effort": effort, "sim_time": np.array([env.sim.state.t for env in envs]),
             "sim_steps": np.array([env.sim.steps for env in envs], dtype=np.int64)}
     return obs, reward, terminated, truncated, info
+
+
+def _foot_depths(envs, q):
+    """θ's d (R, N) of each foot at the episodes' states q (R, n), one compiled call per medium."""
+    return _per_medium(envs, q, lambda m, q: unchecked(foot_depths)(q, *m.depth_arrays))
 
 
 def _per_medium(envs, q, fn):

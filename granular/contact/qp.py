@@ -517,7 +517,7 @@ def dual_active_set(H, g, A, ub, rows, tol, active, count):
     Nt, Q, R = matrices[0], matrices[1], matrices[2]   # Nt: L⁻¹ a_j of the active constraints, one per row
     gt, u, proj, rr, a, at, resid, x, z = (vectors[0], vectors[1], vectors[2], vectors[3], vectors[4], vectors[5],
                                            vectors[6], vectors[7], vectors[8])
-    _forward_into(L, g, gt)              # L⁻¹ g
+    _forward_into(L, g, gt, 0)           # L⁻¹ g
     u[:] = 0.0
     na = _warm_start(A, ub, rows, L, active, count, Nt, Q, R, gt, u, proj, rr, a, at, resid)
     _minimiser(L, gt, Nt, u, na, resid, x)
@@ -526,7 +526,7 @@ def dual_active_set(H, g, A, ub, rows, tol, active, count):
         if p < 0:
             return x, it, na
         f = _constraint_row(A, rows, p, a)
-        _forward_into(L, a, at)
+        _forward_into(L, a, at, 3 * f)
         up = 0.0
         while True:
             _project(Q, R, na, at, proj, rr, resid)
@@ -574,8 +574,7 @@ def _warm_start(A, ub, rows, L, active, count, Nt, Q, R, gt, u, proj, rr, a, at,
         p = active[j]
         if p < 0 or p >= len(ub):
             continue
-        _constraint_row(A, rows, p, a)
-        _forward_into(L, a, at)
+        _forward_into(L, a, at, 3 * _constraint_row(A, rows, p, a))
         _project(Q, R, na, at, proj, rr, resid)
         norm = np.sqrt(_vdot(resid, resid, n))
         if norm > INDEPENDENT * np.sqrt(_vdot(at, at, n)):
@@ -691,11 +690,14 @@ def _vdot(a, b, n):
 
 
 @kernel()
-def _forward_into(L, b, y):
-    """y ← L⁻¹ b for lower-triangular L."""
-    for i in range(len(b)):
+def _forward_into(L, b, y, start):
+    """y ← L⁻¹ b for lower-triangular L and b zero before ``start`` (a constraint's row: its foot's
+    three impulses), whose y is zero there too."""
+    for i in range(start):
+        y[i] = 0.0
+    for i in range(start, len(b)):
         acc = b[i]
-        for k in range(i):
+        for k in range(start, i):
             acc -= L[i, k] * y[k]
         y[i] = acc / L[i, i]
 

@@ -80,8 +80,23 @@ def plan(model, solver) -> tuple | None:
     return (*_tree(mb), mb.com, mb.mass, mb.inertia, float(mb.gravity), dofs, starts,
             *_feet(model.feet), np.ascontiguousarray(model.feet.grain_mass.ravel()),
             *model.terrain.arrays,
-            np.ascontiguousarray(model.A_fixed, np.float64), *rbf[:7], int(rbf[7]), int(rbf[8]), rbf[9],
-            *_flow(model))
+            np.ascontiguousarray(model.A_fixed, np.float64), *_stacks(model.A_fixed, len(model.contacts)),
+            *rbf[:7], int(rbf[7]), int(rbf[8]), rbf[9], *_flow(model))
+
+
+def _stacks(A_fixed, N: int) -> tuple:
+    """The block-diagonal A of the feet's W(θ) for 1 … N feet in contact (each foot's block A_fixed
+    on its own impulse), one after another in one flat array, and where each begins (N,):
+    :func:`_stacked` takes their views, so a step builds no constraint matrix."""
+    K = A_fixed.shape[0]
+    blocks = []
+    for nc in range(1, N + 1):
+        A = np.zeros((nc * K, 3 * nc))
+        for a in range(nc):
+            A[a * K:(a + 1) * K, 3 * a:3 * a + 3] = A_fixed
+        blocks.append(A.ravel())
+    offsets = np.cumsum([0] + [b.size for b in blocks[:-1]]).astype(np.int64)
+    return np.concatenate(blocks), offsets
 
 
 def _flow(model) -> tuple:
@@ -168,7 +183,7 @@ _TYPES = ("f8[:, ::1], f8[:, ::1], f8[::1], i8, f8",                            
           "i8[::1], f8[:, ::1], f8[::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1], f8, i8[::1], i8[::1]",  # bodies
           "i8[::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1], f8[::1]",                          # feet
           "f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1]",                                # terrain
-          "f8[:, ::1], f8[::1], f8[::1], f8[::1], i8, i8, f8[:, ::1], f8[::1], i8, i8, f8[:, ::1]",  # W(θ)
+          "f8[:, ::1], f8[::1], i8[::1], f8[::1], f8[::1], f8[::1], i8, i8, f8[:, ::1], f8[::1], i8, i8, f8[:, ::1]",  # W(θ)
           "i8, f8, f8[:, ::1], f8[:, ::1], f8[::1], i8",                                          # data-flow
           "i8, f8[:, ::1], f8[:, ::1], f8[::1], f8[::1], f8[:, ::1], i8[::1], f8[::1], f8[::1], i8[:, ::1]",  # control
           "f8[:, :, ::1], f8[:, :, ::1], i8[:, :, ::1], f8[:, :, ::1], i8[:, ::1], i8[::1], f8[::1], i8[::1]")  # out
@@ -179,7 +194,7 @@ def fused_steps(q, v, t, steps, dt,
                 parent, joint, offset, chain, com, mass, inertia, gravity, dofs, starts,
                 bodies, points, axis, roll, r_offset, grain_mass,
                 ta, tt, tn, tlo, thi,
-                A_fixed, lo, hi, x_scale, phi_active, per_depth, centers, c2, rbf, degree, coef,
+                A_fixed, stacks, offsets, lo, hi, x_scale, phi_active, per_depth, centers, c2, rbf, degree, coef,
                 flow, phi_max, Kinv, U, flow_geometry, tail,
                 kind, limits, goals, trot, times, xz, limbs, geometry, sides, columns,
                 theta_out, wrench_out, flags_out, pc_out, warms, done, effort, fallback):
@@ -196,7 +211,7 @@ def fused_steps(q, v, t, steps, dt,
         done[r], outside, effort[r], t[r], fallback[r] = _steps(
             q[r], v[r], t[r], steps, dt, parent, joint, offset, chain, com, mass, inertia, gravity, dofs, starts,
             bodies, points, axis, roll, r_offset, grain_mass, ta, tt, tn, tlo, thi,
-            A_fixed, lo, hi, x_scale, phi_active, per_depth, centers, c2, rbf, degree, coef,
+            A_fixed, stacks, offsets, lo, hi, x_scale, phi_active, per_depth, centers, c2, rbf, degree, coef,
             flow, phi_max, Kinv, U, flow_geometry, tail,
             kind, limits, goals[r], trot, times, xz, limbs, geometry, sides, columns,
             theta_out[r], wrench_out[r], flags_out[r], pc_out[r], warms[r])
@@ -209,7 +224,7 @@ def _steps(q, v, t, steps, dt,
            parent, joint, offset, chain, com, mass, inertia, gravity, dofs, starts,
            bodies, points, axis, roll, r_offset, grain_mass,
            ta, tt, tn, tlo, thi,
-           A_fixed, lo, hi, x_scale, phi_active, per_depth, centers, c2, rbf, degree, coef,
+           A_fixed, stacks, offsets, lo, hi, x_scale, phi_active, per_depth, centers, c2, rbf, degree, coef,
            flow, phi_max, Kinv, U, flow_geometry, tail,
            kind, limits, goal, trot, times, xz, limbs, geometry, sides, columns,
            theta_out, wrench_out, flags_out, pc_out, warm):
@@ -225,7 +240,7 @@ def _steps(q, v, t, steps, dt,
     # the feet in contact's rows, sliced from buffers made once per call, not per step
     on_all, theta_all, Mg_all = np.empty(N, np.int64), np.empty((N, 2)), np.empty(3 * N)
     Jt_all, Jp_all = np.empty((3 * N, n)), np.empty((3 * N, n))
-    stacks, ub_all, rows_all = _stacks(A_fixed, N), np.empty(N * A_fixed.shape[0]), np.empty(N + 1, np.int64)
+    ub_all, rows_all = np.empty(N * A_fixed.shape[0]), np.empty(N + 1, np.int64)
     for a in range(N + 1):
         rows_all[a] = a * A_fixed.shape[0]
     for s in range(steps):
@@ -263,7 +278,7 @@ def _steps(q, v, t, steps, dt,
         b, W, outside = support_of_mirror_average(theta_on, lo, hi, x_scale, phi_active, per_depth, centers, c2,
                                                   rbf, degree, coef, A_fixed)
         clamped = clamped or outside
-        A, ub, rows = _stacked(stacks, A_fixed.shape[0], b, dt, ub_all, rows_all)
+        A, ub, rows = _stacked(stacks, offsets, A_fixed.shape[0], b, dt, ub_all, rows_all)
         P, g, B, v_free = _reduce(M, Jt_on, Jp_on, Mg, v, impulse, dofs, starts)
         c, ok = _solve(P, g, A, ub, rows, warm)
         if ok and grains and _work(c, Jt_on, v_free, B) > 1e-10:  # step.WORK_TOLERANCE
@@ -301,32 +316,11 @@ def _free_flight(M, v, impulse):
 
 
 @kernel()
-def _stacks(A_fixed, N):
-    """The block-diagonal A of the feet's W(θ) for 1 … N feet in contact, one after another in one
-    buffer (each foot's block A_fixed on its own impulse): :func:`_stacked` takes its views."""
-    K, size = A_fixed.shape[0], 0
-    for nc in range(1, N + 1):
-        size += nc * K * 3 * nc
-    out = np.zeros(size)
-    at = 0
-    for nc in range(1, N + 1):
-        A = out[at:at + nc * K * 3 * nc].reshape((nc * K, 3 * nc))
-        for a in range(nc):
-            for f in range(K):
-                for c in range(3):
-                    A[a * K + f, 3 * a + c] = A_fixed[f, c]
-        at += nc * K * 3 * nc
-    return out
-
-
-@kernel()
-def _stacked(stacks, K, b, dt, ub_all, rows_all):
+def _stacked(stacks, offsets, K, b, dt, ub_all, rows_all):
     """(A, ub, rows) of the nc = len(b) feet in contact: A their block-diagonal facets (a view of
     :func:`_stacks`), ub = h b (a view of ub_all), rows their first facets."""
     nc = b.shape[0]
-    at = 0
-    for j in range(1, nc):
-        at += j * K * 3 * j
+    at = offsets[nc - 1]
     ub = ub_all[:nc * K]
     for a in range(nc):
         for f in range(K):

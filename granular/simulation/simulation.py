@@ -95,18 +95,25 @@ def advance_together(sims, controls, n: int):
     first = sims[0]
     arrays, _ = first._fused[1]
     warms = np.concatenate([s._fused[1][1] for s in sims]) if len(sims) > 1 else first._fused[1][1]
-    t, q, v, (theta, active, wrench, slipping, p_center, fell_back), done = fused.advance(
-        first.model, arrays, controls, [s.state for s in sims], warms, n)
-    for k, (sim, t_k, done_k, fell_back_k) in enumerate(zip(sims, t.tolist(), done.tolist(), fell_back.tolist())):
+    t, q, v, info, done = fused.advance(first.model, arrays, controls, [s.state for s in sims], warms, n)
+    for k, sim in enumerate(sims):
         if len(sims) > 1:
             sim._fused[1][1][0] = warms[k]
-        if done_k:
-            sim.state = State(t_k, q[k], v[k], sim.state.holder)
-            sim.steps += done_k
-        if done_k == n:
-            sim.info = StepInfo(theta[k], active[k], wrench[k], slipping[k], p_center[k], fell_back_k)
-        else:
-            _finish_alone(sim, controls[k], n - done_k)
+        if _adopt(sim, k, t, q, v, info, done, n) < n:
+            _finish_alone(sim, controls[k], n - int(done[k]))
+
+
+def _adopt(sim, k, t, q, v, info, done, n: int) -> int:
+    """Take robot k's state from :func:`.fused.advance`'s arrays, and its StepInfo where it did all
+    ``n`` steps (else its fields are not the last step's); returns the steps it did."""
+    done_k = int(done[k])
+    if done_k:
+        sim.state = State(float(t[k]), q[k], v[k], sim.state.holder)
+        sim.steps += done_k
+    if done_k == n:
+        theta, active, wrench, slipping, p_center, fell_back = info
+        sim.info = StepInfo(theta[k], active[k], wrench[k], slipping[k], p_center[k], bool(fell_back[k]))
+    return done_k
 
 
 def _finish_alone(sim, control, left: int):
@@ -119,13 +126,7 @@ def _finish_alone(sim, control, left: int):
         if left:
             t, q, v, info, done = fused.advance(sim.model, sim._fused[1][0], [control], [sim.state],
                                                 sim._fused[1][1], left)
-            done = int(done[0])
-            if done:
-                sim.state = State(float(t[0]), q[0], v[0], sim.state.holder)
-                sim.steps += done
-                left -= done
-                if not left:
-                    sim.info = StepInfo(*(field[0] for field in info[:5]), bool(info[5][0]))
+            left -= _adopt(sim, 0, t, q, v, info, done, left)
 
 
 @dataclass
