@@ -692,7 +692,7 @@ def _vdot(a, b, n):
 @kernel()
 def _forward_into(L, b, y, start):
     """y ← L⁻¹ b for lower-triangular L and b zero before ``start`` (a constraint's row: its foot's
-    three impulses), whose y is zero there too."""
+    three impulses), whose y is zero there too; ``start`` = 0 for a dense b."""
     for i in range(start):
         y[i] = 0.0
     for i in range(start, len(b)):

@@ -87,15 +87,15 @@ def plan(model, solver) -> tuple | None:
 def _stacks(A_fixed, N: int) -> tuple:
     """The block-diagonal A of the feet's W(θ) for 1 … N feet in contact (each foot's block A_fixed
     on its own impulse), one after another in one flat array, and where each begins (N,):
-    :func:`_stacked` takes their views, so a step builds no constraint matrix."""
+    :func:`_stacked` takes their views, so neither a step nor a call builds a constraint matrix."""
     K = A_fixed.shape[0]
-    blocks = []
+    blocks = [np.zeros(0)]
     for nc in range(1, N + 1):
         A = np.zeros((nc * K, 3 * nc))
         for a in range(nc):
             A[a * K:(a + 1) * K, 3 * a:3 * a + 3] = A_fixed
         blocks.append(A.ravel())
-    offsets = np.cumsum([0] + [b.size for b in blocks[:-1]]).astype(np.int64)
+    offsets = np.cumsum([b.size for b in blocks[:-1]]).astype(np.int64)
     return np.concatenate(blocks), offsets
 
 

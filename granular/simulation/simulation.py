@@ -99,8 +99,9 @@ def advance_together(sims, controls, n: int):
     for k, sim in enumerate(sims):
         if len(sims) > 1:
             sim._fused[1][1][0] = warms[k]
-        if _adopt(sim, k, t, q, v, info, done, n) < n:
-            _finish_alone(sim, controls[k], n - int(done[k]))
+        done_k = _adopt(sim, k, t, q, v, info, done, n)
+        if done_k < n:
+            _finish_alone(sim, controls[k], n - done_k)
 
 
 def _adopt(sim, k, t, q, v, info, done, n: int) -> int:
