@@ -23,7 +23,7 @@ from granular.compiled import kernel, unchecked
 from granular.contact.detection import _detect
 from granular.contact.flow import ITERATIONS, TOLERANCE, flow_coefficients, newton, slide_all
 from granular.contact.qp import (NATIVE_TOLERANCE, TREE_MIN_DOFS, dual_active_set, leaves_first_cholesky,
-                                 leaves_first_solve, reduce_qp, reduce_small, strictly_convex)
+                                 leaves_first_solve, reduce_qp, reduce_small, stack_blocks, strictly_convex)
 from granular.dynamics.multibody import _dynamics, _frames
 from granular.learning.linear import support_of_mirror_average
 from granular.wrench.flow import TAILS
@@ -85,18 +85,13 @@ def plan(model, solver) -> tuple | None:
 
 
 def _stacks(A_fixed, N: int) -> tuple:
-    """The block-diagonal A of the feet's W(θ) for 1 … N feet in contact (each foot's block A_fixed
-    on its own impulse), one after another in one flat array, and where each begins (N,):
+    """The block-diagonal A of the feet's W(θ) for 1 … N feet in contact (:func:`stack_blocks` of
+    A_fixed per foot), one after another in one flat array, and where each begins (N,):
     :func:`_stacked` takes their views, so neither a step nor a call builds a constraint matrix."""
-    K = A_fixed.shape[0]
-    blocks = [np.zeros(0)]
-    for nc in range(1, N + 1):
-        A = np.zeros((nc * K, 3 * nc))
-        for a in range(nc):
-            A[a * K:(a + 1) * K, 3 * a:3 * a + 3] = A_fixed
-        blocks.append(A.ravel())
-    offsets = np.cumsum([b.size for b in blocks[:-1]]).astype(np.int64)
-    return np.concatenate(blocks), offsets
+    zero = np.zeros(len(A_fixed))
+    blocks = [stack_blocks([A_fixed] * nc, [zero] * nc)[0].ravel() for nc in range(1, N + 1)]
+    offsets = np.cumsum([0] + [b.size for b in blocks[:-1]]).astype(np.int64)
+    return np.concatenate([np.zeros(0), *blocks]), offsets
 
 
 def _flow(model) -> tuple:
