@@ -186,8 +186,27 @@ def test_outside_the_data_warns_once_scales_in_depth_and_clamps_tilt(sand, caplo
         tilted = model.points([[-0.05, 1.56], [-0.05, 1.5]])
     said = [r for r in caplog.records if "outside the 'sand' data" in r.getMessage()]
     assert len(said) == 1 and said[0].levelno == logging.WARNING
-    np.testing.assert_allclose(deep[0], deep[1] * (-0.5 / model.d_min))
+    np.testing.assert_allclose(deep[0], deep[1] * (-0.5 / model.d_min), atol=1e-12 * np.abs(deep).max())
     np.testing.assert_allclose(tilted[0], tilted[1])
+
+
+@pytest.mark.parametrize("target", wm.TARGETS)
+def test_directions_whose_data_stop_shallower_are_scaled_in_depth_past_their_own_data(sand, target):
+    """A group of directions acquired to a shallower depth than the rest (the Beads ring, issue 16) is
+    not extrapolated by its spline: past its own deepest data it follows the depth law (per unit depth
+    held; the wrench target scaled by d / d_group), while the other directions keep their deeper data."""
+    ring = slice(9, 17)  # the horizontal ring: its mirror images are its own
+    valid = sand.valid.copy()
+    valid[sand.configs[:, 0] < -0.07, ring] = False
+    model = wm.fit(replace(sand, valid=valid), target=target)
+    deep, edge = model.points([[-0.12, 0.4], [-0.07, 0.4]])
+    np.testing.assert_allclose(deep[ring], edge[ring] * 0.12 / 0.07, atol=1e-9 * np.abs(edge).max())
+    at_data = model.points(sand.configs[sand.configs[:, 0] == -0.1])
+    scale = np.abs(sand.wrenches).max()
+    assert np.abs(at_data[:, :9] - sand.wrenches[sand.configs[:, 0] == -0.1][:, :9]).max() < 1e-6 * scale
+    generic = wm.fit(replace(sand, valid=valid), target=target)
+    generic._linear = None
+    np.testing.assert_allclose(generic.points([[-0.12, 0.4], [-0.07, 0.4]]), [deep, edge], atol=1e-9 * scale)
 
 
 def test_training_respects_the_valid_mask(sand):

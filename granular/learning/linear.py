@@ -12,6 +12,16 @@ from granular.compiled import kernel
 KERNELS = {"thin_plate_spline": 0, "cubic": 1, "linear": 2}
 
 
+@kernel()
+def _radial(r2, kernel):
+    """φ(r) from r²: r² log r, r³ or −r (kernel 0, 1, 2)."""
+    if kernel == 0:
+        return 0.5 * r2 * np.log(r2) if r2 > 0.0 else 0.0
+    if kernel == 1:
+        return r2 ** 1.5
+    return -np.sqrt(r2)
+
+
 @kernel("f8[:, ::1], f8[:, ::1], f8[::1], i8, i8")
 def rbf_features(X, centers, c2, kernel, degree):
     """[φ(‖x − x_j‖)…, 1, x…] per row of X; φ = r² log r, r³ or −r (kernel 0, 1, 2)."""
@@ -25,62 +35,79 @@ def rbf_features(X, centers, c2, kernel, degree):
             dot = 0.0
             for d in range(dim):
                 dot += X[i, d] * centers[j, d]
-            r2 = max(x2 + c2[j] - 2.0 * dot, 0.0)
-            if kernel == 0:
-                F[i, j] = 0.5 * r2 * np.log(r2) if r2 > 0.0 else 0.0
-            elif kernel == 1:
-                F[i, j] = r2 ** 1.5
-            else:
-                F[i, j] = -np.sqrt(r2)
+            F[i, j] = _radial(max(x2 + c2[j] - 2.0 * dot, 0.0), kernel)
         F[i, n] = 1.0
         for d in range(dim * degree):
             F[i, n + 1 + d] = X[i, d]
     return F
 
 
-@kernel("f8[:, ::1], f8[:, ::1], f8[::1], i8, i8, f8[:, ::1]")
-def rbf_predict(X, centers, c2, kernel, degree, coef):
-    """F(X) C: the model's RBF (its mirror average folded into the centres and C, WrenchSpaceModel._fold)."""
-    return rbf_features(X, centers, c2, kernel, degree) @ coef
-
-
 @kernel("f8, f8, i8")
 def depth_factor(d, d_min, per_depth):
-    """What the regressors' output is multiplied by at depth d < 0 (``WrenchSpaceModel.depth_factor``):
-    |d| where they learned W per unit depth, else 1 within the data and d / d_min below it."""
+    """What a group's regressor output is multiplied by at depth d < 0: |d| where it learned W per
+    unit depth, else 1 within its data and d / d_min below them (d_min: the group's deepest data)."""
     return -d if per_depth else max(1.0, d / d_min)
 
 
-@kernel("f8[:, ::1], f8[::1], f8[::1], f8[::1], i8, i8, f8[:, ::1], f8[::1], i8, i8, f8[:, ::1], f8[:, ::1]")
-def support_of_mirror_average(thetas, lo, hi, x_scale, phi_active, per_depth, centers, c2, kernel, degree, coef, A):
-    """(b, W, clamped) at configurations θ (k, 2): b = max(0, max_i A w_i(θ)) per configuration, the
-    fixed-normal offsets of the mirror-averaged RBF, and W (k, 3m) its extreme wrenches (the
-    data-flow law reuses them), both scaled by :func:`depth_factor`; zero where d ≥ 0. The model's
-    inputs, built here because numpy's per-call overhead on 4 × 2 arrays was a tenth of the
-    data-flow step: θ clamped to [lo, hi] (``clamped``: whether a configuration in contact lay
-    deeper or more tilted than the data), then divided by x_scale, without the φ column unless
-    ``phi_active`` (``WrenchSpaceModel._x``, compiled)."""
-    k, K, dim = thetas.shape[0], A.shape[0], 1 + phi_active
-    X = np.empty((k, dim))
+@kernel("f8[:, ::1], f8[:, ::1], f8[::1], i8, i8, f8[:, ::1], f8[::1], i8[::1], i8, i8, f8[:, ::1]")
+def mirror_average(thetas, bounds, x_scale, phi_active, per_depth, centers, c2, group, kernel, degree, coef):
+    """(W (k, 3m), clamped): the model's mirror-averaged extreme wrenches at configurations θ (k, 2), zero
+    where d ≥ 0 (or NaN), and whether a configuration in contact lay deeper or more tilted than all the data.
+
+    The RBF is the groups' regressors joined (``WrenchSpaceModel._link``): centre j belongs to group
+    ``group[j]``, and after the n centres come each group's polynomial tail [1, x] in turn. Each group
+    sees θ clamped to its own data, row g of ``bounds`` = (deepest d, shallowest d or 0, largest |φ|),
+    and its output is scaled by :func:`depth_factor` at its own deepest d: a group of directions whose
+    data stop at 6 cm is held per unit depth there, not extrapolated by its spline (issue 16). Built
+    here because numpy's per-call overhead on 4 × 2 arrays was a tenth of the data-flow step."""
+    k, n, G, dim = thetas.shape[0], centers.shape[0], bounds.shape[0], 1 + phi_active
+    tail = 1 + dim * degree
+    deepest, widest = bounds[0, 0], bounds[0, 2]
+    for g in range(1, G):
+        deepest, widest = min(deepest, bounds[g, 0]), max(widest, bounds[g, 2])
+    F = np.zeros((k, n + G * tail))
+    x = np.empty(G * dim)
+    x2, scale = np.empty(G), np.empty(G)
     clamped = False
     for i in range(k):
-        d, phi = min(max(thetas[i, 0], lo[0]), hi[0]), min(max(thetas[i, 1], lo[1]), hi[1])
-        if thetas[i, 0] < 0.0 and (thetas[i, 0] < lo[0] or phi != thetas[i, 1]):  # as WrenchSpaceModel.clamp
-            clamped = True
-        X[i, 0] = d / x_scale[0]
-        if phi_active:
-            X[i, 1] = phi / x_scale[1]
-    W = rbf_predict(X, centers, c2, kernel, degree, coef)  # (k, 3m)
-    m = W.shape[1] // 3
+        d0, phi0 = thetas[i, 0], thetas[i, 1]
+        if not d0 < 0.0:  # out of contact, NaN too: W = 0
+            continue
+        clamped = clamped or d0 < deepest or abs(phi0) > widest
+        for g in range(G):
+            d = min(max(d0, bounds[g, 0]), bounds[g, 1])
+            x[g * dim] = d / x_scale[0]
+            if phi_active:
+                x[g * dim + 1] = min(max(phi0, -bounds[g, 2]), bounds[g, 2]) / x_scale[1]
+            scale[g] = depth_factor(d0, bounds[g, 0], per_depth)
+            x2[g] = 0.0
+            for e in range(dim):
+                x2[g] += x[g * dim + e] * x[g * dim + e]
+        for j in range(n):
+            g = group[j]
+            dot = 0.0
+            for e in range(dim):
+                dot += x[g * dim + e] * centers[j, e]
+            F[i, j] = scale[g] * _radial(max(x2[g] + c2[j] - 2.0 * dot, 0.0), kernel)
+        for g in range(G):
+            F[i, n + g * tail] = scale[g]
+            for e in range(dim * degree):
+                F[i, n + g * tail + 1 + e] = scale[g] * x[g * dim + e]
+    return F @ coef, clamped
+
+
+@kernel("f8[:, ::1], f8[:, ::1], f8[::1], i8, i8, f8[:, ::1], f8[::1], i8[::1], i8, i8, f8[:, ::1], f8[:, ::1]")
+def support_of_mirror_average(thetas, bounds, x_scale, phi_active, per_depth, centers, c2, group, kernel, degree,
+                              coef, A):
+    """(b, W, clamped) at configurations θ (k, 2): b = max(0, max_i A w_i(θ)) per configuration, the
+    fixed-normal offsets of the model's extreme wrenches W (k, 3m) (:func:`mirror_average`, whose
+    other arguments these are; the data-flow law reuses W)."""
+    W, clamped = mirror_average(thetas, bounds, x_scale, phi_active, per_depth, centers, c2, group, kernel,
+                                degree, coef)
+    k, K, m = thetas.shape[0], A.shape[0], W.shape[1] // 3
     b = np.zeros((k, K))
     a0, a1, a2 = A[:, 0].copy(), A[:, 1].copy(), A[:, 2].copy()  # contiguous: the facet loop vectorises
     for i in range(k):
-        if not thetas[i, 0] < 0.0:  # out of contact (NaN too, as WrenchSpaceModel.points)
-            W[i] = 0.0
-            continue
-        scale = depth_factor(thetas[i, 0], lo[0], per_depth)
-        for j in range(W.shape[1]):  # a loop: W[i] *= scale made a temporary array
-            W[i, j] *= scale
         row = b[i]
         for j in range(m):
             w0, w1, w2 = W[i, 3 * j], W[i, 3 * j + 1], W[i, 3 * j + 2]

@@ -32,7 +32,7 @@ from granular.wrench.flow import DirectionMap, choose_tail
 from granular.errors import GranularError
 from granular.frames import MIRROR
 from granular.io.h5io import atomic_h5, attr, read_h5
-from granular.learning.linear import KERNELS, depth_factor, rbf_predict, support_of_mirror_average
+from granular.learning.linear import KERNELS, mirror_average, support_of_mirror_average
 from granular.data.sampling import mirror_permutation
 
 log = logging.getLogger(__name__)
@@ -118,16 +118,24 @@ class WrenchSpaceModel:
             if rows.sum() < 3:
                 raise GranularError(f"directions {cols.tolist()} have fewer than 3 valid configurations; "
                                     "cannot learn their extreme wrenches")
+        self._bounds = np.array([self._range(train.configs[rows]) for _, rows in self._patterns])
         self._train, self._groups, self._linear = train, None, None
         arrays, params = self.fitted.get("group0", {}), self.params.get("group0", {})
         if self.regressor == "rbf" and len(self._patterns) == 1 and {"centers_", "coef_"} <= set(arrays):
             kernel = params.get("kernel", "thin_plate_spline")
             if kernel not in KERNELS:
                 raise ValueError(f"unknown RBF kernel {kernel!r}")
-            self._fold(np.asarray(arrays["centers_"], float), KERNELS[kernel], int(params.get("degree", 1)),
-                       np.asarray(arrays["coef_"], float))
+            self._link([self._fold(np.arange(self.m), np.asarray(arrays["centers_"], float),
+                                   int(params.get("degree", 1)), np.asarray(arrays["coef_"], float))],
+                       KERNELS[kernel], int(params.get("degree", 1)))
         else:
             self._estimators()
+
+    def _range(self, configs):
+        """A group's own data range, as :func:`~granular.learning.linear.mirror_average` clamps θ to it:
+        (deepest d, shallowest d below the surface for the per-depth target or else 0, largest |φ|)."""
+        d = configs[:, 0]
+        return d.min(), d[d < 0].max() if self.per_depth else 0.0, np.abs(configs[:, 1]).max()
 
     def _estimators(self):
         """The fitted regressors, per group (cols, regressor); fitted or restored on first use."""
@@ -149,33 +157,25 @@ class WrenchSpaceModel:
             self._groups.append((cols, reg))
         forms = [reg.linear_form() for _, reg in self._groups if hasattr(reg, "linear_form")]
         if len(forms) == len(self._groups) and len({(kernel, degree) for _, kernel, degree, _ in forms}) == 1:
-            self._fold(*self._joined(forms))
+            _, kernel, degree, _ = forms[0]
+            self._link([self._fold(cols, centers, degree, C) for (cols, _), (centers, _, _, C)
+                        in zip(self._groups, forms)], kernel, degree)
         return self._groups
 
-    def _joined(self, forms):
-        """One linear form (centres, kernel, degree, coefficients) of the groups' RBFs, each over its
-        own directions: their centres in turn, each group's coefficients in its own directions'
-        columns (zero in the others'), the polynomial tails summed (every group's is [1, x])."""
-        _, kernel, degree, _ = forms[0]
-        n = sum(len(centers) for centers, *_ in forms)
-        tail = len(forms[0][3]) - len(forms[0][0])
-        coef = np.zeros((n + tail, self.m, 3))
-        row = 0
-        for (cols, _), (centers, _, _, C) in zip(self._groups, forms):
-            C = np.asarray(C).reshape(len(C), len(cols), 3)
-            coef[row:row + len(centers), cols] = C[:len(centers)]
-            coef[n:, cols] += C[len(centers):]
-            row += len(centers)
-        return np.vstack([centers for centers, *_ in forms]), kernel, degree, coef.reshape(n + tail, -1)
+    def _fold(self, cols, centers, degree, coef):
+        """One group's RBF (centres, coefficients C in its directions' columns ``cols``) with its mirror
+        image folded in: (centres, their rows of coefficients, the polynomial tail's rows), all m
+        directions wide.
 
-    def _fold(self, centers, kernel, degree, coef):
-        """f(x) = F(x) C is linear in C, so the mirror average ½ (F(x) C + F(x̄) C'), C' the
+        f(x) = F(x) C is linear in C, so the mirror average ½ (F(x) C + F(x̄) C'), C' the
         coefficients of the mirrored outputs, is one RBF evaluation: mirroring flips φ, an isometry,
         so the kernel part of F(x̄) is F(x) about the mirrored centres, and its polynomial part
         [1, x] is F(x)'s with φ's sign flipped. The centres and their mirror images (merged where
-        they coincide, as the symmetrised training data's do) carry ½ C and ½ C'."""
+        they coincide, as the symmetrised training data's do) carry ½ C and ½ C'. The mirrored
+        outputs come from the same group (its directions' mirror images), so they see its clamp."""
         n, dim = centers.shape
-        C = coef.reshape(len(coef), self.m, 3)
+        C = np.zeros((len(coef), self.m, 3))
+        C[:, cols] = np.asarray(coef).reshape(len(coef), len(cols), 3)
         Cm = C[:, self.perm] * MIRROR
         flip = np.ones(dim)
         flip[1:] = -1.0                     # the φ column, where the inputs have one
@@ -190,17 +190,30 @@ class WrenchSpaceModel:
                 rows[i] += 0.5 * Cm[j]
         poly = 0.5 * (C[n:] + sign[:, None, None] * Cm[n:])
         centers = np.vstack([centers, *extra]) if extra else centers
-        folded = np.concatenate([rows, *([np.array(more)] if more else []), poly]).reshape(-1, 3 * self.m)
-        self._linear = (np.ascontiguousarray(centers), (centers**2).sum(axis=1), kernel, degree, folded)
+        rows = np.concatenate([rows, *([np.array(more)] if more else [])])
+        return centers, rows.reshape(len(rows), -1), poly.reshape(len(poly), -1)
+
+    def _link(self, folded, kernel, degree):
+        """The groups' folded RBFs (:meth:`_fold`) as one linear form, as
+        :func:`~granular.learning.linear.mirror_average` evaluates it: every group's centres in turn
+        (``group``: whose each is), then every group's polynomial tail in turn."""
+        centers = np.vstack([c for c, _, _ in folded])
+        group = np.concatenate([np.full(len(c), g, dtype=np.int64) for g, (c, _, _) in enumerate(folded)])
+        coef = np.vstack([rows for _, rows, _ in folded] + [poly for _, _, poly in folded])
+        self._linear = (np.ascontiguousarray(centers), (centers**2).sum(axis=1), group, kernel, degree,
+                        np.ascontiguousarray(coef))
 
     @property
     def m(self) -> int:
         return len(self.dataset.directions)
 
-    def clamp(self, thetas):
-        """θ clamped to the data's range (within [−π/2, π/2] in φ); warns once if that moves one
-        deeper or more tilted than the data."""
+    def clamp(self, thetas, bounds=None):
+        """θ clamped to the data's range (``bounds``: a group's, :meth:`_range`; by default all the
+        data's, within [−π/2, π/2] in φ); warns once if θ lies deeper or more tilted than all the data."""
         thetas = np.asarray(thetas, dtype=float).reshape(-1, 2)
+        if bounds is not None:
+            return np.column_stack([thetas[:, 0].clip(bounds[0], bounds[1]),
+                                    thetas[:, 1].clip(-bounds[2], bounds[2])])
         out = thetas.clip(self._lo, self._hi)  # the method: a third of np.clip's overhead on tiny arrays
         if (out[:, 1] != thetas[:, 1]).any() or (thetas[:, 0] < self._lo[0]).any():
             self.warn_clamped()
@@ -213,17 +226,16 @@ class WrenchSpaceModel:
                         "edge, scaled in proportion to depth below the deepest data (said once per model)",
                         self.dataset.medium, self.d_min, self.phi_max)
 
-    def depth_factor(self, thetas):
-        """What the regressors' prediction at the clamped θ is multiplied by, per configuration in
-        contact (:func:`~granular.learning.linear.depth_factor`): |d| for the per-depth target, else
-        max(1, d / d_min), so that below the deepest data W(d, φ) = (d / d_min) W(d_min, φ).
+    def depth_factor(self, d, d_min):
+        """What a group's prediction at the clamped θ is multiplied by at depths d < 0 (its deepest data
+        d_min; :func:`~granular.learning.linear.depth_factor`): |d| for the per-depth target, else
+        max(1, d / d_min), so that below a group's deepest data W(d, φ) = (d / d_min) W(d_min, φ).
 
         Granular resistance grows about linearly with depth (hydrostatic-like: RFT's stress is
         ζ α |z|, Li et al. 2013 eq. 1), so past the data the deepest W is scaled rather than held,
         which would let a foot loaded beyond the data's largest resistance sink without limit.
         """
-        d = np.asarray(thetas, dtype=float).reshape(-1, 2)[:, 0]
-        return np.array([depth_factor(x, self.d_min, self.per_depth) for x in d.tolist()])
+        return -d if self.per_depth else np.maximum(1.0, d / d_min)
 
     def outside(self, thetas):
         """Per configuration in contact: True where θ lies outside the data's range (extrapolated)."""
@@ -232,26 +244,30 @@ class WrenchSpaceModel:
 
     def points(self, thetas):
         """Predicted extreme wrenches (k, m, 3) in F_r for configurations (k, 2); zero where d ≥ 0."""
-        thetas = np.asarray(thetas, dtype=float).reshape(-1, 2)
+        thetas = np.ascontiguousarray(np.asarray(thetas, dtype=float).reshape(-1, 2))
+        if self._linear is not None:
+            W, clamped = mirror_average(thetas, *self.rbf_arrays())
+            if clamped:
+                self.warn_clamped()
+            return W.reshape(len(thetas), self.m, 3)
         contact = thetas[:, 0] < 0
-        if contact.all():
-            return self._predict(self.clamp(thetas)) * self.depth_factor(thetas)[:, None, None]
         out = np.zeros((len(thetas), self.m, 3))
         if contact.any():
-            inside = thetas[contact]
-            out[contact] = self._predict(self.clamp(inside)) * self.depth_factor(inside)[:, None, None]
+            out[contact] = self._predict(thetas[contact])
         return out
 
     def _predict(self, th):
-        """The mirror-averaged prediction for configurations in contact, already clamped."""
+        """The regressors' mirror-averaged prediction for configurations in contact, each group's at θ
+        clamped to its own data and scaled in depth past them (as :func:`mirror_average` does)."""
         k = len(th)
-        if self._linear is not None:
-            return rbf_predict(self._x(th), *self._linear).reshape(k, self.m, 3)
-        X = np.concatenate([th, th * _FLIP_PHI]) / self.x_scale
-        X = X if self.active.all() else X[:, self.active]
+        self.clamp(th)  # the warning
         both = np.empty((2 * k, self.m, 3))
-        for cols, reg in self._estimators():
-            both[:, cols] = reg.predict(X).reshape(2 * k, len(cols), 3)
+        for (cols, reg), bounds in zip(self._estimators(), self._bounds):
+            inside = self.clamp(th, bounds)
+            X = np.concatenate([inside, inside * _FLIP_PHI]) / self.x_scale
+            X = X if self.active.all() else X[:, self.active]
+            factor = np.tile(self.depth_factor(th[:, 0], bounds[0]), 2)
+            both[:, cols] = reg.predict(X).reshape(2 * k, len(cols), 3) * factor[:, None, None]
         return 0.5 * (both[:k] + both[k:, self.perm] * MIRROR)
 
     @cached_property
@@ -308,19 +324,19 @@ class WrenchSpaceModel:
         if self._linear is None:
             points = self.points(thetas)
             return wrenchspace.support_offsets(A, points), points
-        b, W, clamped = support_of_mirror_average(thetas, *self.rbf_arrays(), A)
+        b, W, clamped = support_of_mirror_average(np.ascontiguousarray(thetas), *self.rbf_arrays(), A)
         if clamped:
             self.warn_clamped()
         return b, W.reshape(len(thetas), self.m, 3)
 
     def rbf_arrays(self) -> tuple | None:
-        """The compiled RBF's inputs, as :func:`~granular.learning.linear.support_of_mirror_average`
-        takes them after θ: (lo, hi, x_scale, φ active, per depth, centres, their squared norms,
-        kernel id, degree, folded coefficients; groups of directions joined, :meth:`_joined`); None
-        where W(θ) is learned by another regressor than RBF."""
+        """The compiled RBF's inputs, as :func:`~granular.learning.linear.mirror_average` takes them
+        after θ: (each group's data range, x_scale, φ active, per depth, centres, their squared norms,
+        their groups, kernel id, degree, folded coefficients; groups of directions joined,
+        :meth:`_link`); None where W(θ) is learned by another regressor than RBF."""
         if self._linear is None:
             return None
-        return (self._lo, self._hi, np.ascontiguousarray(self.x_scale, np.float64), int(self.active[1]),
+        return (self._bounds, np.ascontiguousarray(self.x_scale, np.float64), int(self.active[1]),
                 self.per_depth, *self._linear)
 
 
