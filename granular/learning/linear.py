@@ -66,8 +66,8 @@ def mirror_average(thetas, bounds, x_scale, phi_active, per_depth, centers, c2, 
     for g in range(1, G):
         deepest, widest = min(deepest, bounds[g, 0]), max(widest, bounds[g, 2])
     F = np.zeros((k, n + G * tail))
-    x = np.empty(G * dim)
-    x2, scale = np.empty(G), np.empty(G)
+    work = np.empty(G * (dim + 2))  # one allocation: this runs for every foot in contact at every step
+    x, x2, scale = work[:G * dim], work[G * dim:G * (dim + 1)], work[G * (dim + 1):]
     clamped = False
     for i in range(k):
         d0, phi0 = thetas[i, 0], thetas[i, 1]
