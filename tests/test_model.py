@@ -191,22 +191,31 @@ def test_outside_the_data_warns_once_scales_in_depth_and_clamps_tilt(sand, caplo
 
 
 @pytest.mark.parametrize("target", wm.TARGETS)
-def test_directions_whose_data_stop_shallower_are_scaled_in_depth_past_their_own_data(sand, target):
-    """A group of directions acquired to a shallower depth than the rest (the Beads ring, issue 16) is
-    not extrapolated by its spline: past its own deepest data it follows the depth law (per unit depth
-    held; the wrench target scaled by d / d_group), while the other directions keep their deeper data."""
-    ring = slice(9, 17)  # the horizontal ring: its mirror images are its own
+def test_directions_whose_data_stop_shallower_are_scaled_in_depth_past_their_own_data(sand, target, caplog):
+    """A group of directions acquired to a shallower depth and tilt than the rest (the Beads ring,
+    issue 16) is not extrapolated by its spline: past its own deepest data it follows the depth law
+    (per unit depth held; the wrench target scaled by d / d_group) and its tilt is clamped to its own,
+    while the other directions keep their deeper data; no warning while θ lies within all the data."""
+    ring, rest = np.r_[9:17], np.r_[0:9, 17:26]  # the horizontal ring: its mirror images are its own
     valid = sand.valid.copy()
-    valid[sand.configs[:, 0] < -0.07, ring] = False
+    valid[(sand.configs[:, 0] < -0.07) | (sand.configs[:, 1] > 0.9), 9:17] = False
     model = wm.fit(replace(sand, valid=valid), target=target)
-    deep, edge = model.points([[-0.12, 0.4], [-0.07, 0.4]])
-    np.testing.assert_allclose(deep[ring], edge[ring] * 0.12 / 0.07, atol=1e-9 * np.abs(edge).max())
+    thetas = [[-0.12, 0.4], [-0.07, 0.4], [-0.05, 1.2], [-0.05, 0.9], [0.01, 0.3], [np.nan, 0.3], [-0.2, 0.4]]
+    with caplog.at_level(logging.WARNING, logger="granular"):
+        deep, edge, tilted, ring_edge, above, nan = fast = model.points(thetas[:6])
+        assert not caplog.records
+        deepest = model.points(thetas[6:])[0]
+    tol = 1e-9 * np.abs(edge).max()
+    np.testing.assert_allclose(deep[ring], edge[ring] * 0.12 / 0.07, atol=tol)
+    np.testing.assert_allclose(tilted[ring], ring_edge[ring], atol=tol)
+    np.testing.assert_allclose(deepest[rest], model.points([[-0.13, 0.4]])[0, rest] * 0.2 / 0.13, atol=tol)
+    np.testing.assert_allclose(deepest[ring], edge[ring] * 0.2 / 0.07, atol=tol)
+    assert not above.any() and not nan.any()
     at_data = model.points(sand.configs[sand.configs[:, 0] == -0.1])
-    scale = np.abs(sand.wrenches).max()
-    assert np.abs(at_data[:, :9] - sand.wrenches[sand.configs[:, 0] == -0.1][:, :9]).max() < 1e-6 * scale
-    generic = wm.fit(replace(sand, valid=valid), target=target)
-    generic._linear = None
-    np.testing.assert_allclose(generic.points([[-0.12, 0.4], [-0.07, 0.4]]), [deep, edge], atol=1e-9 * scale)
+    assert np.abs(at_data[:, rest] - sand.wrenches[sand.configs[:, 0] == -0.1][:, rest]).max() < 1e-6 * np.abs(
+        sand.wrenches).max()
+    model._linear = None  # the regressors' own, group by group
+    np.testing.assert_allclose(model.points(thetas[:6]), fast, atol=tol)
 
 
 def test_training_respects_the_valid_mask(sand):

@@ -45,8 +45,28 @@ def rbf_features(X, centers, c2, kernel, degree):
 @kernel("f8, f8, i8")
 def depth_factor(d, d_min, per_depth):
     """What a group's regressor output is multiplied by at depth d < 0: |d| where it learned W per
-    unit depth, else 1 within its data and d / d_min below them (d_min: the group's deepest data)."""
+    unit depth, else 1 within its data and d / d_min below them (d_min: the group's deepest data),
+    so that past the data W(d, φ) = (d / d_min) W(d_min, φ).
+
+    Granular resistance grows about linearly with depth (hydrostatic-like: RFT's stress is
+    ζ α |z|, Li et al. 2013 eq. 1), so past the data the deepest W is scaled rather than held,
+    which would let a foot loaded beyond the data's largest resistance sink without limit."""
     return -d if per_depth else max(1.0, d / d_min)
+
+
+@kernel()
+def _group_inputs(d0, phi0, bounds, x_scale, phi_active, per_depth, x, x2, scale):
+    """Each group's RBF input for θ = (d0, φ0): x (θ clamped to the group's data and divided by
+    x_scale, each group's dim values in turn), its squared norm x2 and the depth factor ``scale``."""
+    dim = 1 + phi_active
+    for g in range(bounds.shape[0]):
+        x[g * dim] = min(max(d0, bounds[g, 0]), bounds[g, 1]) / x_scale[0]
+        if phi_active:
+            x[g * dim + 1] = min(max(phi0, -bounds[g, 2]), bounds[g, 2]) / x_scale[1]
+        scale[g] = depth_factor(d0, bounds[g, 0], per_depth)
+        x2[g] = 0.0
+        for e in range(dim):
+            x2[g] += x[g * dim + e] * x[g * dim + e]
 
 
 @kernel("f8[:, ::1], f8[:, ::1], f8[::1], i8, i8, f8[:, ::1], f8[::1], i8[::1], i8, i8, f8[:, ::1]")
@@ -74,15 +94,7 @@ def mirror_average(thetas, bounds, x_scale, phi_active, per_depth, centers, c2, 
         if not d0 < 0.0:  # out of contact, NaN too: W = 0
             continue
         clamped = clamped or d0 < deepest or abs(phi0) > widest
-        for g in range(G):
-            d = min(max(d0, bounds[g, 0]), bounds[g, 1])
-            x[g * dim] = d / x_scale[0]
-            if phi_active:
-                x[g * dim + 1] = min(max(phi0, -bounds[g, 2]), bounds[g, 2]) / x_scale[1]
-            scale[g] = depth_factor(d0, bounds[g, 0], per_depth)
-            x2[g] = 0.0
-            for e in range(dim):
-                x2[g] += x[g * dim + e] * x[g * dim + e]
+        _group_inputs(d0, phi0, bounds, x_scale, phi_active, per_depth, x, x2, scale)
         for j in range(n):
             g = group[j]
             dot = 0.0

@@ -32,7 +32,7 @@ from granular.wrench.flow import DirectionMap, choose_tail
 from granular.errors import GranularError
 from granular.frames import MIRROR
 from granular.io.h5io import atomic_h5, attr, read_h5
-from granular.learning.linear import KERNELS, mirror_average, support_of_mirror_average
+from granular.learning.linear import KERNELS, depth_factor, mirror_average, support_of_mirror_average
 from granular.data.sampling import mirror_permutation
 
 log = logging.getLogger(__name__)
@@ -91,9 +91,6 @@ class WrenchSpaceModel:
                                 f"{ds.medium!r} has one (d = {self.d_min:g} m): learn the wrenches instead")
         self.x_scale = np.array([-self.d_min, self.phi_max if self.phi_max > 0 else 1.0])
         self.active = np.array([True, self.phi_max > 0])
-        self._lo = np.array([self.d_min, -self.phi_max])
-        # per unit depth, W between the surface and the shallowest data is that row's times |d|
-        self._hi = np.array([train.configs[below, 0].max() if self.per_depth else 0.0, self.phi_max])
         f = np.nanmax(np.abs(np.where(train.valid[..., None], train.wrenches, 0.0)[..., :2]))
         t = np.nanmax(np.abs(np.where(train.valid, train.wrenches[..., 2], 0.0)))
         f = f if f > 0 else 1.0
@@ -133,9 +130,10 @@ class WrenchSpaceModel:
 
     def _range(self, configs):
         """A group's own data range, as :func:`~granular.learning.linear.mirror_average` clamps θ to it:
-        (deepest d, shallowest d below the surface for the per-depth target or else 0, largest |φ|)."""
+        (deepest d, shallowest d or else 0, largest |φ|). Per unit depth, W between the surface and
+        the shallowest data is that row's times |d|, so d is clamped to the shallowest row."""
         d = configs[:, 0]
-        return d.min(), d[d < 0].max() if self.per_depth else 0.0, np.abs(configs[:, 1]).max()
+        return d.min(), (d.max() if self.per_depth else 0.0), np.abs(configs[:, 1]).max()
 
     def _estimators(self):
         """The fitted regressors, per group (cols, regressor); fitted or restored on first use."""
@@ -172,7 +170,7 @@ class WrenchSpaceModel:
         so the kernel part of F(x̄) is F(x) about the mirrored centres, and its polynomial part
         [1, x] is F(x)'s with φ's sign flipped. The centres and their mirror images (merged where
         they coincide, as the symmetrised training data's do) carry ½ C and ½ C'. The mirrored
-        outputs come from the same group (its directions' mirror images), so they see its clamp."""
+        outputs come from the same regressor, so they see its group's clamp."""
         n, dim = centers.shape
         C = np.zeros((len(coef), self.m, 3))
         C[:, cols] = np.asarray(coef).reshape(len(coef), len(cols), 3)
@@ -207,17 +205,10 @@ class WrenchSpaceModel:
     def m(self) -> int:
         return len(self.dataset.directions)
 
-    def clamp(self, thetas, bounds=None):
-        """θ clamped to the data's range (``bounds``: a group's, :meth:`_range`; by default all the
-        data's, within [−π/2, π/2] in φ); warns once if θ lies deeper or more tilted than all the data."""
-        thetas = np.asarray(thetas, dtype=float).reshape(-1, 2)
-        if bounds is not None:
-            return np.column_stack([thetas[:, 0].clip(bounds[0], bounds[1]),
-                                    thetas[:, 1].clip(-bounds[2], bounds[2])])
-        out = thetas.clip(self._lo, self._hi)  # the method: a third of np.clip's overhead on tiny arrays
-        if (out[:, 1] != thetas[:, 1]).any() or (thetas[:, 0] < self._lo[0]).any():
-            self.warn_clamped()
-        return out
+    def clamp(self, thetas, bounds):
+        """θ clamped to a group's data range ``bounds`` (:meth:`_range`)."""
+        d, phi = thetas[:, 0].clip(bounds[0], bounds[1]), thetas[:, 1].clip(-bounds[2], bounds[2])
+        return np.column_stack([d, phi])
 
     def warn_clamped(self):
         if not self._warned:
@@ -227,18 +218,12 @@ class WrenchSpaceModel:
                         self.dataset.medium, self.d_min, self.phi_max)
 
     def depth_factor(self, d, d_min):
-        """What a group's prediction at the clamped θ is multiplied by at depths d < 0 (its deepest data
-        d_min; :func:`~granular.learning.linear.depth_factor`): |d| for the per-depth target, else
-        max(1, d / d_min), so that below a group's deepest data W(d, φ) = (d / d_min) W(d_min, φ).
-
-        Granular resistance grows about linearly with depth (hydrostatic-like: RFT's stress is
-        ζ α |z|, Li et al. 2013 eq. 1), so past the data the deepest W is scaled rather than held,
-        which would let a foot loaded beyond the data's largest resistance sink without limit.
-        """
-        return -d if self.per_depth else np.maximum(1.0, d / d_min)
+        """What a group's prediction at the clamped θ is multiplied by at depths d < 0, its deepest data
+        d_min (:func:`~granular.learning.linear.depth_factor`, where the law is written)."""
+        return np.array([depth_factor(x, d_min, self.per_depth) for x in np.asarray(d, dtype=float).tolist()])
 
     def outside(self, thetas):
-        """Per configuration in contact: True where θ lies outside the data's range (extrapolated)."""
+        """Per configuration in contact: True where θ lies deeper or more tilted than all the data."""
         thetas = np.asarray(thetas, dtype=float).reshape(-1, 2)
         return (thetas[:, 0] < 0) & ((thetas[:, 0] < self.d_min) | (np.abs(thetas[:, 1]) > self.phi_max))
 
@@ -260,7 +245,8 @@ class WrenchSpaceModel:
         """The regressors' mirror-averaged prediction for configurations in contact, each group's at θ
         clamped to its own data and scaled in depth past them (as :func:`mirror_average` does)."""
         k = len(th)
-        self.clamp(th)  # the warning
+        if self.outside(th).any():
+            self.warn_clamped()
         both = np.empty((2 * k, self.m, 3))
         for (cols, reg), bounds in zip(self._estimators(), self._bounds):
             inside = self.clamp(th, bounds)
