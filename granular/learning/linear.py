@@ -54,67 +54,54 @@ def depth_factor(d, d_min, per_depth):
     return -d if per_depth else max(1.0, d / d_min)
 
 
-@kernel()
-def _group_inputs(d0, phi0, bounds, x_scale, phi_active, per_depth, x, x2, scale):
-    """Each group's RBF input for θ = (d0, φ0): x (θ clamped to the group's data and divided by
-    x_scale, each group's dim values in turn), its squared norm x2 and the depth factor ``scale``."""
-    dim = 1 + phi_active
-    for g in range(bounds.shape[0]):
-        x[g * dim] = min(max(d0, bounds[g, 0]), bounds[g, 1]) / x_scale[0]
-        if phi_active:
-            x[g * dim + 1] = min(max(phi0, -bounds[g, 2]), bounds[g, 2]) / x_scale[1]
-        scale[g] = depth_factor(d0, bounds[g, 0], per_depth)
-        x2[g] = 0.0
-        for e in range(dim):
-            x2[g] += x[g * dim + e] * x[g * dim + e]
-
-
 @kernel("f8[:, ::1], f8[:, ::1], f8[::1], i8, i8, f8[:, ::1], f8[::1], i8[::1], i8, i8, f8[:, ::1]")
-def mirror_average(thetas, bounds, x_scale, phi_active, per_depth, centers, c2, group, kernel, degree, coef):
+def mirror_average(thetas, bounds, x_scale, phi_active, per_depth, centers, c2, spans, kernel, degree, coef):
     """(W (k, 3m), clamped): the model's mirror-averaged extreme wrenches at configurations θ (k, 2), zero
     where d ≥ 0 (or NaN), and whether a configuration in contact lay deeper or more tilted than all the data.
 
-    The RBF is the groups' regressors joined (``WrenchSpaceModel._link``): centre j belongs to group
-    ``group[j]``, and after the n centres come each group's polynomial tail [1, x] in turn. Each group
-    sees θ clamped to its own data, row g of ``bounds`` = (deepest d, shallowest d or 0, largest |φ|),
-    and its output is scaled by :func:`depth_factor` at its own deepest d: a group of directions whose
-    data stop at 6 cm is held per unit depth there, not extrapolated by its spline (issue 16). Built
-    here because numpy's per-call overhead on 4 × 2 arrays was a tenth of the data-flow step."""
-    k, n, G, dim = thetas.shape[0], centers.shape[0], bounds.shape[0], 1 + phi_active
-    tail = 1 + dim * degree
+    The RBF is the groups' regressors joined (``WrenchSpaceModel._link``): group g's centres are rows
+    spans[g]:spans[g + 1], and after the n centres come each group's polynomial tail [1, x] in turn.
+    Each group sees θ clamped to its own data, row g of ``bounds`` = (deepest d, shallowest d or 0,
+    largest |φ|), and its output is scaled by :func:`depth_factor` at its own deepest d: a group of
+    directions whose data stop at 6 cm is held per unit depth there, not extrapolated by its spline
+    (issue 16). Built here because numpy's per-call overhead on 4 × 2 arrays was a tenth of the
+    data-flow step."""
+    k, n, G = thetas.shape[0], centers.shape[0], bounds.shape[0]
+    tail = 1 + (1 + phi_active) * degree
     deepest, widest = bounds[0, 0], bounds[0, 2]
     for g in range(1, G):
         deepest, widest = min(deepest, bounds[g, 0]), max(widest, bounds[g, 2])
     F = np.zeros((k, n + G * tail))
-    work = np.empty(G * (dim + 2))  # one allocation: this runs for every foot in contact at every step
-    x, x2, scale = work[:G * dim], work[G * dim:G * (dim + 1)], work[G * (dim + 1):]
     clamped = False
     for i in range(k):
         d0, phi0 = thetas[i, 0], thetas[i, 1]
         if not d0 < 0.0:  # out of contact, NaN too: W = 0
             continue
         clamped = clamped or d0 < deepest or abs(phi0) > widest
-        _group_inputs(d0, phi0, bounds, x_scale, phi_active, per_depth, x, x2, scale)
-        for j in range(n):
-            g = group[j]
-            dot = 0.0
-            for e in range(dim):
-                dot += x[g * dim + e] * centers[j, e]
-            F[i, j] = scale[g] * _radial(max(x2[g] + c2[j] - 2.0 * dot, 0.0), kernel)
         for g in range(G):
-            F[i, n + g * tail] = scale[g]
-            for e in range(dim * degree):
-                F[i, n + g * tail + 1 + e] = scale[g] * x[g * dim + e]
+            x = min(max(d0, bounds[g, 0]), bounds[g, 1]) / x_scale[0]
+            y = min(max(phi0, -bounds[g, 2]), bounds[g, 2]) / x_scale[1] if phi_active else 0.0
+            scale = depth_factor(d0, bounds[g, 0], per_depth)
+            x2 = x * x + y * y
+            for j in range(spans[g], spans[g + 1]):  # the loop of rbf_features, a group's centres alone
+                dot = x * centers[j, 0] + (y * centers[j, 1] if phi_active else 0.0)
+                F[i, j] = scale * _radial(max(x2 + c2[j] - 2.0 * dot, 0.0), kernel)
+            col = n + g * tail
+            F[i, col] = scale
+            if degree:
+                F[i, col + 1] = scale * x
+                if phi_active:
+                    F[i, col + 2] = scale * y
     return F @ coef, clamped
 
 
 @kernel("f8[:, ::1], f8[:, ::1], f8[::1], i8, i8, f8[:, ::1], f8[::1], i8[::1], i8, i8, f8[:, ::1], f8[:, ::1]")
-def support_of_mirror_average(thetas, bounds, x_scale, phi_active, per_depth, centers, c2, group, kernel, degree,
+def support_of_mirror_average(thetas, bounds, x_scale, phi_active, per_depth, centers, c2, spans, kernel, degree,
                               coef, A):
     """(b, W, clamped) at configurations θ (k, 2): b = max(0, max_i A w_i(θ)) per configuration, the
     fixed-normal offsets of the model's extreme wrenches W (k, 3m) (:func:`mirror_average`, whose
     other arguments these are; the data-flow law reuses W)."""
-    W, clamped = mirror_average(thetas, bounds, x_scale, phi_active, per_depth, centers, c2, group, kernel,
+    W, clamped = mirror_average(thetas, bounds, x_scale, phi_active, per_depth, centers, c2, spans, kernel,
                                 degree, coef)
     k, K, m = thetas.shape[0], A.shape[0], W.shape[1] // 3
     b = np.zeros((k, K))

@@ -194,11 +194,11 @@ class WrenchSpaceModel:
     def _link(self, folded, kernel, degree):
         """The groups' folded RBFs (:meth:`_fold`) as one linear form, as
         :func:`~granular.learning.linear.mirror_average` evaluates it: every group's centres in turn
-        (``group``: whose each is), then every group's polynomial tail in turn."""
+        (``spans``: where each group's begin, and the end), then every group's polynomial tail in turn."""
         centers = np.vstack([c for c, _, _ in folded])
-        group = np.concatenate([np.full(len(c), g, dtype=np.int64) for g, (c, _, _) in enumerate(folded)])
+        spans = np.cumsum([0] + [len(c) for c, _, _ in folded]).astype(np.int64)
         coef = np.vstack([rows for _, rows, _ in folded] + [poly for _, _, poly in folded])
-        self._linear = (np.ascontiguousarray(centers), (centers**2).sum(axis=1), group, kernel, degree,
+        self._linear = (np.ascontiguousarray(centers), (centers**2).sum(axis=1), spans, kernel, degree,
                         np.ascontiguousarray(coef))
 
     @property
@@ -318,7 +318,7 @@ class WrenchSpaceModel:
     def rbf_arrays(self) -> tuple | None:
         """The compiled RBF's inputs, as :func:`~granular.learning.linear.mirror_average` takes them
         after θ: (each group's data range, x_scale, φ active, per depth, centres, their squared norms,
-        their groups, kernel id, degree, folded coefficients; groups of directions joined,
+        where each group's centres begin, kernel id, degree, folded coefficients; groups of directions joined,
         :meth:`_link`); None where W(θ) is learned by another regressor than RBF."""
         if self._linear is None:
             return None

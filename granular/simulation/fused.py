@@ -189,7 +189,7 @@ def fused_steps(q, v, t, steps, dt,
                 parent, joint, offset, chain, com, mass, inertia, gravity, dofs, starts,
                 bodies, points, axis, roll, r_offset, grain_mass,
                 ta, tt, tn, tlo, thi,
-                A_fixed, stacks, offsets, bounds, x_scale, phi_active, per_depth, centers, c2, group, rbf, degree, coef,
+                A_fixed, stacks, offsets, bounds, x_scale, phi_active, per_depth, centers, c2, spans, rbf, degree, coef,
                 flow, phi_max, Kinv, U, flow_geometry, tail,
                 kind, limits, goals, trot, times, xz, limbs, geometry, sides, columns,
                 theta_out, wrench_out, flags_out, pc_out, warms, done, effort, fallback):
@@ -206,7 +206,7 @@ def fused_steps(q, v, t, steps, dt,
         done[r], outside, effort[r], t[r], fallback[r] = _steps(
             q[r], v[r], t[r], steps, dt, parent, joint, offset, chain, com, mass, inertia, gravity, dofs, starts,
             bodies, points, axis, roll, r_offset, grain_mass, ta, tt, tn, tlo, thi,
-            A_fixed, stacks, offsets, bounds, x_scale, phi_active, per_depth, centers, c2, group, rbf, degree, coef,
+            A_fixed, stacks, offsets, bounds, x_scale, phi_active, per_depth, centers, c2, spans, rbf, degree, coef,
             flow, phi_max, Kinv, U, flow_geometry, tail,
             kind, limits, goals[r], trot, times, xz, limbs, geometry, sides, columns,
             theta_out[r], wrench_out[r], flags_out[r], pc_out[r], warms[r])
@@ -219,7 +219,7 @@ def _steps(q, v, t, steps, dt,
            parent, joint, offset, chain, com, mass, inertia, gravity, dofs, starts,
            bodies, points, axis, roll, r_offset, grain_mass,
            ta, tt, tn, tlo, thi,
-           A_fixed, stacks, offsets, bounds, x_scale, phi_active, per_depth, centers, c2, group, rbf, degree, coef,
+           A_fixed, stacks, offsets, bounds, x_scale, phi_active, per_depth, centers, c2, spans, rbf, degree, coef,
            flow, phi_max, Kinv, U, flow_geometry, tail,
            kind, limits, goal, trot, times, xz, limbs, geometry, sides, columns,
            theta_out, wrench_out, flags_out, pc_out, warm):
@@ -271,7 +271,7 @@ def _steps(q, v, t, steps, dt,
                 q[i] += dt * v[i]
             continue
         b, W, outside = support_of_mirror_average(theta_on, bounds, x_scale, phi_active, per_depth, centers, c2,
-                                                  group, rbf, degree, coef, A_fixed)
+                                                  spans, rbf, degree, coef, A_fixed)
         clamped = clamped or outside
         A, ub, rows = _stacked(stacks, offsets, A_fixed.shape[0], b, dt, ub_all, rows_all)
         P, g, B, v_free = _reduce(M, Jt_on, Jp_on, Mg, v, impulse, dofs, starts)
