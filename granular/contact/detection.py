@@ -83,8 +83,8 @@ def detect(mb, feet: Feet, terrain, frames) -> ContactFrames:
         "f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1]")  # terrain segments
 def _detect(angle, origin, chain, bodies, points, axis_local, roll, r_offset, ta, tt, tn, tlo, thi):
     N = len(bodies)
-    both = np.empty((2, N, 2))  # one allocation: this runs every step
-    p_center, axis = both[0], both[1]
+    p_center = np.empty((N, 2))
+    axis = np.empty((N, 2))
     for i in range(N):
         c, s = np.cos(angle[bodies[i]]), np.sin(angle[bodies[i]])
         o = origin[bodies[i]]
@@ -93,10 +93,7 @@ def _detect(angle, origin, chain, bodies, points, axis_local, roll, r_offset, ta
         axis[i, 0] = c * axis_local[i, 0] - s * axis_local[i, 1]
         axis[i, 1] = s * axis_local[i, 0] + c * axis_local[i, 1]
     _, normal, height = closest(p_center, ta, tt, tn, tlo, thi)
-    rolls = False
-    for i in range(N):
-        rolls = rolls or roll[i] > 0
-    points = points.copy() if rolls else points  # a round foot's points move; a flat foot's do not
+    points = points.copy()
     for i in range(N):
         if roll[i] > 0:  # the round foot touches at O − r n and stands along n
             height[i] -= roll[i]
@@ -108,9 +105,10 @@ def _detect(angle, origin, chain, bodies, points, axis_local, roll, r_offset, ta
                 points[k, 0], points[k, 1] = c * px + s * pz, -s * px + c * pz
             p_center[i, 0] -= roll[i] * normal[i, 0]
             p_center[i, 1] -= roll[i] * normal[i, 1]
-    J = _jacobians(angle, origin, chain, bodies, points)  # p_center's rows, then p_r's
-    Jp, Jt = J[:N], J[N:]  # Jt: the twist at p_r, turned into F_c in place below
+    J = _jacobians(angle, origin, chain, np.concatenate((bodies, bodies)), points)
+    Jp, Jr = J[:N], J[N:]
     theta = np.empty((N, 2))
+    Jt = Jr.copy()
     for i in range(N):
         nx, nz = normal[i, 0], normal[i, 1]
         phi = np.arctan2(nx * axis[i, 1] - nz * axis[i, 0], nx * axis[i, 0] + nz * axis[i, 1])
@@ -119,9 +117,8 @@ def _detect(angle, origin, chain, bodies, points, axis_local, roll, r_offset, ta
         # into F_c's axes: x along the tangent t = (n_z, −n_x), z along n (in a loop: as array
         # expressions each row was a temporary array, 8 of this function's 18 allocations for 4 feet)
         for j in range(Jt.shape[2]):
-            jx, jz = Jt[i, 0, j], Jt[i, 1, j]
-            Jt[i, 0, j] = nz * jx - nx * jz
-            Jt[i, 1, j] = nx * jx + nz * jz
+            Jt[i, 0, j] = nz * Jr[i, 0, j] - nx * Jr[i, 1, j]
+            Jt[i, 1, j] = nx * Jr[i, 0, j] + nz * Jr[i, 1, j]
     return theta, p_center, normal, Jt, Jp
 
 

@@ -165,9 +165,7 @@ def reduce_small(M, Jt, Jp, Mg, v, impulse):
     LAPACK's calls cost more than their flops."""
     n, m = M.shape[0], Jt.shape[0]
     L, first = leaves_first_cholesky(M)
-    v_free = leaves_first_solve(L, first, impulse)
-    for k in range(n):
-        v_free[k] += v[k]
+    v_free = v + leaves_first_solve(L, first, impulse)
     B = _cho_solve_rows(L, first, Jt)
     P, JpB = _sparse_times(Jt, B), _sparse_times(Jp, B)
     g = np.zeros(m)
@@ -226,7 +224,7 @@ def leaves_first_cholesky(M):
 @kernel()
 def leaves_first_solve(L, first, b):
     """M⁻¹ b for L, first = :func:`leaves_first_cholesky` (M)."""
-    return _cho_solve_rows(L, first, b.reshape((1, len(b)))).reshape(len(b))
+    return _cho_solve_rows(L, first, b.reshape((1, len(b))))[:, 0]
 
 
 @kernel()
@@ -234,8 +232,7 @@ def _cho_solve_rows(L, first, J):
     """M⁻¹ Jᵀ (n × m) for L, first = :func:`leaves_first_cholesky` (M), all m right-hand sides at once
     (each row operation a vector op); Y holds the reversed order."""
     n, m = L.shape[0], J.shape[0]
-    YX = np.empty((2, n, m))  # one allocation: the fused step calls this twice a step
-    Y, X = YX[0], YX[1]
+    Y = np.empty((n, m))
     for i in range(n):          # L Y = R Jᵀ
         for r in range(m):
             Y[i, r] = J[r, n - 1 - i]
@@ -246,6 +243,7 @@ def _cho_solve_rows(L, first, J):
                     Y[i, r] -= l * Y[k, r]
         for r in range(m):
             Y[i, r] /= L[i, i]
+    X = np.empty((n, m))
     for i in range(n - 1, -1, -1):   # Lᵀ Y' = Y, X = R Y'
         for k in range(i + 1, n):
             l = L[k, i]

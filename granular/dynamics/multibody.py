@@ -152,8 +152,8 @@ def rotate(angle, local):
 @kernel("f8[::1], i8[::1], f8[:, ::1], f8[::1]")
 def _frames(q, parent, joint, offset):
     nb = len(parent)
-    out = np.empty(3 * nb)  # one allocation for both (the fused step calls this every step)
-    angle, origin = out[:nb], out[nb:].reshape((nb, 2))
+    angle = np.empty(nb)
+    origin = np.empty((nb, 2))
     angle[0] = q[2] + offset[0]
     origin[0, 0], origin[0, 1] = q[0], q[1]
     for i in range(1, nb):
@@ -167,13 +167,11 @@ def _frames(q, parent, joint, offset):
 
 @kernel("f8[::1], f8[:, ::1], f8[:, ::1], i8[::1], f8[:, ::1]")
 def _jacobians(angle, origin, chain, bodies, local):
-    """J (k, 3, n) of the k points ``local`` (k, 2), point j on body bodies[j mod len(bodies)] (so
-    the bodies of a second set of points on the same feet need not be repeated): a point's velocity
-    is v_base + Σ_a q̇_a ω × (p − pivot_a) over its chain."""
-    k, nb = len(local), len(angle)
+    """J (k, 3, n): a point's velocity is v_base + Σ_a q̇_a ω × (p − pivot_a) over its chain."""
+    k, nb = len(bodies), len(angle)
     J = np.zeros((k, 3, nb + 2))
     for j in range(k):
-        b = bodies[j % len(bodies)]
+        b = bodies[j]
         c, s = np.cos(angle[b]), np.sin(angle[b])
         px = origin[b, 0] + c * local[j, 0] - s * local[j, 1]
         pz = origin[b, 1] + s * local[j, 0] + c * local[j, 1]
@@ -192,11 +190,8 @@ def _dynamics(angle, origin, v, parent, com, mass, inertia, gravity):
     """M and k body by body, over the dofs that move each body (x, z and its chain's rotations):
     O(bodies × depth²), where forming every body's full Jacobian was O(bodies × dofs²)."""
     nb, n = len(angle), len(v)
-    # scratch in one allocation (this runs every step): ω of each body, the velocity of each frame
-    # origin (joint pivot), and a body's COM Jacobian over the dofs that move it (jx, jz, jw)
-    work = np.empty(3 * nb + 3 * (nb + 2))
-    omega, pivot_v = work[:nb], work[nb:3 * nb].reshape((nb, 2))
-    jx, jz, jw = work[3 * nb:4 * nb + 2], work[4 * nb + 2:5 * nb + 4], work[5 * nb + 4:]
+    omega = np.empty(nb)       # angular velocity of each body
+    pivot_v = np.empty((nb, 2))  # velocity of each frame origin (joint pivot)
     omega[0], pivot_v[0, 0], pivot_v[0, 1] = v[2], v[0], v[1]
     for i in range(1, nb):
         p = parent[i]
@@ -206,6 +201,7 @@ def _dynamics(angle, origin, v, parent, com, mass, inertia, gravity):
     M = np.zeros((n, n))
     k = np.zeros(n)
     cols = np.empty(nb + 2, dtype=np.int64)
+    jx, jz, jw = np.empty(nb + 2), np.empty(nb + 2), np.empty(nb + 2)
     for b in range(nb):
         c, s = np.cos(angle[b]), np.sin(angle[b])
         px = origin[b, 0] + c * com[b, 0] - s * com[b, 1]

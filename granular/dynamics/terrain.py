@@ -79,8 +79,9 @@ class Terrain:
 def closest(p, a, t, n, lo, hi):
     """Closest points, normals and signed heights of points ``p`` over segments (see Terrain.closest)."""
     N, S = len(p), len(a)
-    out = np.empty(5 * N)  # one allocation for the three (the fused step calls this every step)
-    foot, normal, height = out[:2 * N].reshape((N, 2)), out[2 * N:4 * N].reshape((N, 2)), out[4 * N:]
+    foot = np.empty((N, 2))
+    normal = np.empty((N, 2))
+    height = np.empty(N)
     for i in range(N):
         best = np.inf
         for j in range(S):

@@ -105,8 +105,7 @@ def support_of_mirror_average(thetas, bounds, x_scale, phi_active, per_depth, ce
                                 degree, coef)
     k, K, m = thetas.shape[0], A.shape[0], W.shape[1] // 3
     b = np.zeros((k, K))
-    At = np.ascontiguousarray(A.T)  # its columns contiguous: the facet loop vectorises
-    a0, a1, a2 = At[0], At[1], At[2]
+    a0, a1, a2 = A[:, 0].copy(), A[:, 1].copy(), A[:, 2].copy()  # contiguous: the facet loop vectorises
     for i in range(k):
         row = b[i]
         for j in range(m):
