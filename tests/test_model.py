@@ -214,7 +214,7 @@ def test_directions_whose_data_stop_shallower_are_scaled_in_depth_past_their_own
     at_data = model.points(sand.configs[sand.configs[:, 0] == -0.1])
     assert np.abs(at_data[:, rest] - sand.wrenches[sand.configs[:, 0] == -0.1][:, rest]).max() < 1e-6 * np.abs(
         sand.wrenches).max()
-    model._linear = None  # the regressors' own, group by group
+    model._linear = None  # the regressors' own, group by group: the groups' RBFs joined into one form equal them
     np.testing.assert_allclose(model.points(thetas[:6]), fast, atol=tol)
 
 
@@ -261,20 +261,6 @@ def test_generic_and_linear_prediction_paths_agree(sand):
     """The folded-coefficient fast path equals the generic mirror average."""
     model = wm.fit(sand)
     thetas = np.array([[-0.02, 0.3], [-0.06, -1.1], [-0.045, 0.0]])
-    fast = model.points(thetas)
-    model._linear = None
-    np.testing.assert_allclose(model.points(thetas), fast, atol=1e-9 * np.abs(fast).max())
-
-
-def test_a_model_with_direction_groups_folds_into_one_rbf_evaluation():
-    """Directions valid at different configurations (the Beads ring) get a regressor per group; their
-    RBFs join into one linear form (each group's coefficients in its own columns), which equals the
-    groups' own mirror-averaged predictions."""
-    from granular.learning.catalog import load_model
-
-    model = load_model("beads")
-    assert len(model._estimators()) > 1 and model.rbf_arrays() is not None
-    thetas = np.column_stack([np.linspace(model.d_min, -0.005, 9), np.linspace(-model.phi_max, model.phi_max, 9)])
     fast = model.points(thetas)
     model._linear = None
     np.testing.assert_allclose(model.points(thetas), fast, atol=1e-9 * np.abs(fast).max())
