@@ -147,7 +147,7 @@ def run(name, steps, stages, **overrides):
                                                        ("quad-trot", 1000, "beads", "data-flow")])
 def test_the_fused_step_equals_the_step_by_stages(name, steps, medium, law):
     """Trot (gait), push (keyframes) and slide (a held pose): the whole run, state and contacts; on
-    Beads, a model of W per unit depth whose groups of directions are joined. Under data-flow the
+    Beads, a model of W per unit depth (groups of directions: tests/test_model.py). Under data-flow the
     push has many steps where some feet stick while others slide (the sticking feet's QP then runs
     in the fused step too): almost no step is left to the stages."""
     staged = []

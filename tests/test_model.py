@@ -214,6 +214,10 @@ def test_directions_whose_data_stop_shallower_are_scaled_in_depth_past_their_own
     at_data = model.points(sand.configs[sand.configs[:, 0] == -0.1])
     assert np.abs(at_data[:, rest] - sand.wrenches[sand.configs[:, 0] == -0.1][:, rest]).max() < 1e-6 * np.abs(
         sand.wrenches).max()
+    A = model.fixed_normals(16)
+    b, W = model.offsets_and_points(A, thetas[:6])  # the compiled path the simulation takes
+    np.testing.assert_allclose(W, fast, atol=tol)
+    np.testing.assert_allclose(b, ws.support_offsets(A, fast), atol=tol)
     model._linear = None  # the regressors' own, group by group: the groups' RBFs joined into one form equal them
     np.testing.assert_allclose(model.points(thetas[:6]), fast, atol=tol)
 

@@ -205,7 +205,7 @@ class WrenchSpaceModel:
     def m(self) -> int:
         return len(self.dataset.directions)
 
-    def clamp(self, thetas, bounds):
+    def _clamp(self, thetas, bounds):
         """θ clamped to a group's data range ``bounds`` (:meth:`_range`)."""
         d, phi = thetas[:, 0].clip(bounds[0], bounds[1]), thetas[:, 1].clip(-bounds[2], bounds[2])
         return np.column_stack([d, phi])
@@ -217,7 +217,7 @@ class WrenchSpaceModel:
                         "edge, scaled in proportion to depth below the deepest data (said once per model)",
                         self.dataset.medium, self.d_min, self.phi_max)
 
-    def depth_factor(self, d, d_min):
+    def _depth_factor(self, d, d_min):
         """What a group's prediction at the clamped θ is multiplied by at depths d < 0, its deepest data
         d_min (:func:`~granular.learning.linear.depth_factor`, where the law is written)."""
         return np.array([depth_factor(x, d_min, self.per_depth) for x in np.asarray(d, dtype=float).tolist()])
@@ -249,10 +249,10 @@ class WrenchSpaceModel:
             self.warn_clamped()
         both = np.empty((2 * k, self.m, 3))
         for (cols, reg), bounds in zip(self._estimators(), self._bounds):
-            inside = self.clamp(th, bounds)
+            inside = self._clamp(th, bounds)
             X = np.concatenate([inside, inside * _FLIP_PHI]) / self.x_scale
             X = X if self.active.all() else X[:, self.active]
-            factor = np.tile(self.depth_factor(th[:, 0], bounds[0]), 2)
+            factor = np.tile(self._depth_factor(th[:, 0], bounds[0]), 2)
             both[:, cols] = reg.predict(X).reshape(2 * k, len(cols), 3) * factor[:, None, None]
         return 0.5 * (both[:k] + both[k:, self.perm] * MIRROR)
 
