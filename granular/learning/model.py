@@ -122,9 +122,9 @@ class WrenchSpaceModel:
             kernel = params.get("kernel", "thin_plate_spline")
             if kernel not in KERNELS:
                 raise ValueError(f"unknown RBF kernel {kernel!r}")
-            self._link([self._fold(np.arange(self.m), np.asarray(arrays["centers_"], float),
-                                   int(params.get("degree", 1)), np.asarray(arrays["coef_"], float))],
-                       KERNELS[kernel], int(params.get("degree", 1)))
+            degree = int(params.get("degree", 1))
+            self._link([self._fold(np.arange(self.m), np.asarray(arrays["centers_"], float), degree,
+                                   np.asarray(arrays["coef_"], float))], KERNELS[kernel], degree)
         else:
             self._estimators()
 
@@ -250,8 +250,7 @@ class WrenchSpaceModel:
         both = np.empty((2 * k, self.m, 3))
         for (cols, reg), bounds in zip(self._estimators(), self._bounds):
             inside = self._clamp(th, bounds)
-            X = np.concatenate([inside, inside * _FLIP_PHI]) / self.x_scale
-            X = X if self.active.all() else X[:, self.active]
+            X = self._x(np.concatenate([inside, inside * _FLIP_PHI]))
             factor = np.tile(self._depth_factor(th[:, 0], bounds[0]), 2)
             both[:, cols] = reg.predict(X).reshape(2 * k, len(cols), 3) * factor[:, None, None]
         return 0.5 * (both[:k] + both[k:, self.perm] * MIRROR)
