@@ -121,13 +121,34 @@ def foot_model(ground):
 
 def test_contact_geometry_flat():
     mb, feet = foot_model(terrain.flat(0.1))
-    for z, angle in [(0.05, 0.0), (0.08, 0.4), (0.12, -0.3), (-0.5, 2.5)]:
+    for z, angle in [(0.05, 0.0), (0.08, 0.4), (0.12, -0.3), (-0.5, 1.5)]:
         q = np.array([0.3, z, angle])
         f = detect(mb, feet, terrain.flat(0.1), mb.frames(q))
         assert f.theta[0, 0] == pytest.approx(z - 0.1)
         assert f.theta[0, 1] == pytest.approx(np.clip(angle, -np.pi / 2, np.pi / 2))
         assert f.active[0] == (z < 0.1)
         np.testing.assert_allclose(f.p_center[0], [0.3, z])
+
+
+def test_a_foot_tipped_past_lying_flat_meets_the_medium_with_its_far_end():
+    """The cylinder is taken end for end: p_center at its far end, φ from the reversed axis, p_r
+    r_offset up that axis (the twist Jt gives is that point's), and on both sides of lying flat the
+    lower end is the one in the medium."""
+    mb, feet = foot_model(terrain.flat(0.1))
+    foot = feet.contacts[0].foot
+    for angle in (2.5, -2.5, np.pi / 2 + 0.01):
+        q = np.array([0.3, -0.5, angle])
+        f = detect(mb, feet, terrain.flat(0.1), mb.frames(q))
+        axis = np.array([-np.sin(angle), np.cos(angle)])
+        far = q[:2] + foot.length * axis
+        np.testing.assert_allclose(f.p_center[0], far, atol=1e-12)
+        assert f.theta[0, 0] == pytest.approx(far[1] - 0.1)
+        assert f.theta[0, 1] == pytest.approx(angle - np.sign(angle) * np.pi)
+        p_r = far - foot.r_offset * axis
+        twist = f.Jt[0] @ np.array([0.0, 0.0, 1.0])  # turning about the body's origin
+        np.testing.assert_allclose(twist, [-(p_r[1] - q[1]), p_r[0] - q[0], 1.0], atol=1e-12)
+    below = detect(mb, feet, terrain.flat(0.1), mb.frames(np.array([0.3, -0.5, np.pi / 2 - 0.01])))
+    np.testing.assert_allclose(below.p_center[0], [0.3, -0.5])
 
 
 def test_contact_geometry_on_a_slope():
@@ -305,6 +326,7 @@ def test_drop_outcomes():
     tilted = run("drop-tilted")
     assert tilted.q[-1, 2] > 1.2, "tilted 0.2 rad it should tip over"
     assert np.abs(tilted.v[-1]).max() < 1e-6, "and come to rest"
+    assert tilted.q[-1, 2] < np.pi / 2 + 0.3, "on the surface, not turned through it"
 
 
 def test_mirrored_drops_mirror_each_other():

@@ -4,7 +4,10 @@ For a foot attached to a body: p_center and the foot axis in world
 coordinates; p_c, the closest surface point, and its outward normal n; the
 configuration θ = (d, φ) with d the signed height of p_center above the
 surface along n and φ the axis tilt from n, clamped to [−π/2, π/2]; the foot
-is in contact when d < 0. A round foot (``roll_radius`` r > 0, the passive
+is in contact when d < 0. A foot tipped past lying flat, its far end (p_center + length × axis) lower
+than its plate, meets the medium with that end: the cylinder is taken end for end (p_center at the far
+end, the axis reversed, p_r r_offset up the reversed axis), so that a foot that tips over comes to
+rest on the surface instead of turning through it (as a plate-only θ let it; paper Fig. 9b). A round foot (``roll_radius`` r > 0, the passive
 walker's arc feet) touches at O − r n, O being its arc's centre: there d is O's
 height less r, the foot's axis follows n (φ = 0) and the Jacobians are those
 of the body point at O − r n. J_t maps generalized velocities to the foot's twist
@@ -52,7 +55,8 @@ class Feet:
         set_ = object.__setattr__
         set_(self, "bodies", np.array([f.body for f in c], dtype=int))
         set_(self, "axis", axis)
-        set_(self, "points", np.vstack([pc, pr]))  # p_center of every foot, then p_r
+        far = pc + np.array([f.foot.length for f in c])[:, None] * axis
+        set_(self, "points", np.vstack([pc, pr, far]))  # p_center of every foot, then p_r, then the far end
         set_(self, "r_offset", np.array([f.foot.r_offset for f in c], dtype=float))
         set_(self, "roll_radius", np.array([f.roll_radius for f in c], dtype=float))
         set_(self, "grain_mass", np.array([f.grain_mass for f in c], dtype=float).reshape(-1, 3))
@@ -81,19 +85,21 @@ def detect(mb, feet: Feet, terrain, frames) -> ContactFrames:
 
 @kernel("f8[::1], f8[:, ::1], f8[:, ::1], i8[::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1]",  # frames, feet
         "f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1]")  # terrain segments
-def _detect(angle, origin, chain, bodies, points, axis_local, roll, r_offset, ta, tt, tn, tlo, thi):
+def _detect(angle, origin, chain, bodies, given, axis_local, roll, r_offset, ta, tt, tn, tlo, thi):
     N = len(bodies)
-    p_center = np.empty((N, 2))
+    ends = np.empty((2 * N, 2))  # p_center of every foot, then its far end
     axis = np.empty((N, 2))
     for i in range(N):
         c, s = np.cos(angle[bodies[i]]), np.sin(angle[bodies[i]])
         o = origin[bodies[i]]
-        p_center[i, 0] = o[0] + c * points[i, 0] - s * points[i, 1]
-        p_center[i, 1] = o[1] + s * points[i, 0] + c * points[i, 1]
+        for k, row in ((i, i), (N + i, 2 * N + i)):
+            ends[k, 0] = o[0] + c * given[row, 0] - s * given[row, 1]
+            ends[k, 1] = o[1] + s * given[row, 0] + c * given[row, 1]
         axis[i, 0] = c * axis_local[i, 0] - s * axis_local[i, 1]
         axis[i, 1] = s * axis_local[i, 0] + c * axis_local[i, 1]
-    _, normal, height = closest(p_center, ta, tt, tn, tlo, thi)
-    points = points.copy()
+    _, normals, heights = closest(ends, ta, tt, tn, tlo, thi)
+    p_center, normal, height = ends[:N].copy(), normals[:N].copy(), heights[:N].copy()
+    points = given[:2 * N].copy()  # p_center and p_r in their bodies' frames, per foot
     for i in range(N):
         if roll[i] > 0:  # the round foot touches at O − r n and stands along n
             height[i] -= roll[i]
@@ -105,6 +111,13 @@ def _detect(angle, origin, chain, bodies, points, axis_local, roll, r_offset, ta
                 points[k, 0], points[k, 1] = c * px + s * pz, -s * px + c * pz
             p_center[i, 0] -= roll[i] * normal[i, 0]
             p_center[i, 1] -= roll[i] * normal[i, 1]
+        elif heights[N + i] < height[i]:  # tipped past lying flat: the far end leads (module docstring)
+            p_center[i, 0], p_center[i, 1] = ends[N + i, 0], ends[N + i, 1]
+            normal[i, 0], normal[i, 1], height[i] = normals[N + i, 0], normals[N + i, 1], heights[N + i]
+            axis[i, 0], axis[i, 1] = -axis[i, 0], -axis[i, 1]
+            for j in range(2):
+                points[i, j] = given[2 * N + i, j]
+                points[N + i, j] = given[2 * N + i, j] - r_offset[i] * axis_local[i, j]
     J = _jacobians(angle, origin, chain, np.concatenate((bodies, bodies)), points)
     Jp, Jr = J[:N], J[N:]
     theta = np.empty((N, 2))
