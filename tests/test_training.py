@@ -32,6 +32,21 @@ def test_cv_rejects_bad_fold_count(sand):
         training.cross_validate(sand, folds=99)
 
 
+def test_cv_noise_floor_is_the_held_out_samples_own_realisation_noise(sand):
+    """Samples from n beds carry spread / √n; single-bed ones the pooled single-bed spread ρ |w|."""
+    from dataclasses import replace
+
+    assert training.cv_noise_floor(sand) is None, "synthetic data have no bed-to-bed noise"
+    n = np.full(sand.valid.shape, 4.0)
+    noisy = replace(sand, provenance={"realisations": n, "realisation_spread": 0.2 * np.abs(sand.wrenches)})
+    floor = training.cv_noise_floor(noisy)
+    assert floor["floor"] == pytest.approx(0.2 / 2) and floor["single_bed_spread"] == pytest.approx(0.2)
+    n[::2] = 1.0  # half the configurations from one bed: they take ρ = 0.2, unshrunk
+    floor = training.cv_noise_floor(noisy)
+    assert 0.2 / 2 < floor["floor"] < 0.2 and floor["single_bed_spread"] == pytest.approx(0.2)
+    assert floor["samples_with_spread"] < floor["samples"]
+
+
 def test_concavity_table(sand):
     table = training.concavity_table(sand)
     assert len(table["per_config"]) == int((sand.configs[:, 0] < 0).sum())

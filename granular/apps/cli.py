@@ -256,6 +256,11 @@ def cmd_train(args):
             for name, v in r["cv"].items():
                 _say(f"  {name:<10}{v['rel_rmse']:>8.4f}{v['rel_rmse_fx']:>8.4f}"
                      f"{v['rel_rmse_fz']:>8.4f}{v['rel_rmse_tau']:>8.4f}")
+        if "cv_noise_floor" in r:
+            f = r["cv_noise_floor"]
+            _say(f"  the data's own noise alone would score {f['floor']:.4f} (bed-to-bed spread: "
+                 f"{f['single_bed_spread']:.2f} of the wrench for one bed, from {f['samples_with_spread']} of "
+                 f"{f['samples']} samples measured in ≥ 2 beds)")
         c = r["concavity"]
         paper = f"; paper's {medium}: {c['paper']['average']:.4f}, {c['paper']['worst']:.4f}" if "paper" in c else ""
         _say(f"concavity (Table II): average {c['average']:.4f}, worst {c['worst']:.4f}{paper}")

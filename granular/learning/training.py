@@ -64,6 +64,30 @@ def cross_validate(ds: wd.WrenchDataset, names=tuple(REGRESSORS), folds: int = 5
     return results
 
 
+def cv_noise_floor(ds: wd.WrenchDataset) -> dict | None:
+    """The cross-validation error an exact regressor would still show, from the data's bed-to-bed
+    noise alone: a held-out sample is one measurement of its mean, off by its realisation noise.
+    Per sample below the surface, that noise is spread / √n where it was measured in n ≥ 2 beds
+    (``realisation_spread``, the single beds' standard deviation), and ρ |w| where it comes from
+    one bed, ρ being the single-bed spread relative to the wrench pooled over the samples that
+    have one. Summed like :func:`cross_validate`'s error (per-axis scale). None where the data
+    carry no spread (a synthetic source, or every sample from one bed)."""
+    n, spread = ds.provenance.get("realisations"), ds.provenance.get("realisation_spread")
+    if n is None or spread is None:
+        return None
+    scale = wm.fit(ds).scale
+    ok = ds.valid & (ds.configs[:, 0] < 0)[:, None]
+    w2 = ((np.where(ok[..., None], ds.wrenches, 0.0) / scale) ** 2).sum(axis=-1)
+    s2 = ((np.where(ok[..., None], spread, 0.0) / scale) ** 2).sum(axis=-1)
+    several = ok & (n >= 2)
+    if not several.any() or not s2[several].sum():
+        return None
+    rho2 = s2[several].sum() / w2[several].sum()
+    noise = np.where(several, s2 / np.maximum(n, 1), rho2 * w2)
+    return {"floor": float(np.sqrt(noise[ok].sum() / w2[ok].sum())), "single_bed_spread": float(np.sqrt(rho2)),
+            "samples_with_spread": int(several.sum()), "samples": int(ok.sum())}
+
+
 #: Zhu et al. 2019, Table II: (average, worst) concavity of the measured wrench spaces.
 PAPER_CONCAVITY = {"beads": (0.0174, 0.1207), "pebbles": (0.0013, 0.0155), "sand": (0.0, 0.0)}
 
@@ -164,11 +188,14 @@ def run_job(job: Job, progress: bool = False):
               "target": job.target}
     if job.cv:
         result["cv"] = cross_validate(ds, tuple(REGRESSORS), job.cv, progress=progress, target=job.target)
+        if (floor := cv_noise_floor(ds)) is not None:
+            result["cv_noise_floor"] = floor
     model = wm.fit(ds, job.regressor, job.target)
     concavity = concavity_table(ds)
     result["concavity"] = {k: v for k, v in concavity.items() if k != "per_config"}
     result["non_associativity"] = flow_mismatch_table(ds)
     result["fixed_normals"] = fixed_normal_errors(model, tuple(job.fixed_normals))
-    model.info = {k: result[k] for k in ("cv", "concavity", "non_associativity", "fixed_normals") if k in result}
+    model.info = {k: result[k] for k in ("cv", "cv_noise_floor", "concavity", "non_associativity", "fixed_normals")
+                  if k in result}
     wm.save(model, job.out)
     return result, model, concavity
