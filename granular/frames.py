@@ -14,7 +14,8 @@ m/s, m/s, rad/s. Their product w·v is power, in W.
 Foot (Zhu et al. 2019, §III-A, Fig. 2): a cylinder whose axis runs from
 p_center (centre of the flat bottom plate) towards p_r, which lies on the axis
 a distance ``r_offset`` (0.25 m) above p_center. Torques of the medium on the
-foot are measured about p_r.
+foot are measured about p_r. A foot tipped past lying flat is taken end for end: p_center is then
+its far end and the axis reversed (:mod:`granular.contact.detection`).
 
 Contact frames (paper §III-A): F_c sits at p_c, the surface point closest to
 p_center, with z along the outward surface normal and x along the surface

@@ -125,7 +125,7 @@ def test_contact_geometry_flat():
         q = np.array([0.3, z, angle])
         f = detect(mb, feet, terrain.flat(0.1), mb.frames(q))
         assert f.theta[0, 0] == pytest.approx(z - 0.1)
-        assert f.theta[0, 1] == pytest.approx(np.clip(angle, -np.pi / 2, np.pi / 2))
+        assert f.theta[0, 1] == pytest.approx(angle)
         assert f.active[0] == (z < 0.1)
         np.testing.assert_allclose(f.p_center[0], [0.3, z])
 
@@ -149,6 +149,11 @@ def test_a_foot_tipped_past_lying_flat_meets_the_medium_with_its_far_end():
         np.testing.assert_allclose(twist, [-(p_r[1] - q[1]), p_r[0] - q[0], 1.0], atol=1e-12)
     below = detect(mb, feet, terrain.flat(0.1), mb.frames(np.array([0.3, -0.5, np.pi / 2 - 0.01])))
     np.testing.assert_allclose(below.p_center[0], [0.3, -0.5])
+    # two feet on one body, the second mounted upside down: only it is taken end for end
+    two = Feet((FootContact("up", 0), FootContact("down", 0, p_center=(0.1, 0.0), axis=(0.0, -1.0))))
+    f = detect(mb, two, terrain.flat(0.1), mb.frames(np.array([0.3, -0.5, 0.0])))
+    np.testing.assert_allclose(f.p_center, [[0.3, -0.5], [0.4, -0.5 - foot.length]], atol=1e-12)
+    np.testing.assert_allclose(f.theta[:, 1], [0.0, 0.0], atol=1e-12)
 
 
 def test_contact_geometry_on_a_slope():
@@ -326,7 +331,7 @@ def test_drop_outcomes():
     tilted = run("drop-tilted")
     assert tilted.q[-1, 2] > 1.2, "tilted 0.2 rad it should tip over"
     assert np.abs(tilted.v[-1]).max() < 1e-6, "and come to rest"
-    assert tilted.q[-1, 2] < np.pi / 2 + 0.3, "on the surface, not turned through it"
+    assert tilted.q[-1, 2] < np.pi / 2 + 0.15, "on the surface, not turned through it"
 
 
 def test_mirrored_drops_mirror_each_other():

@@ -162,6 +162,15 @@ def foot_pose(geometry, angle, origin, f):
     return origin[b] + R @ geometry["foot_points"][f], R @ geometry["foot_axis"][f]
 
 
+def contact_point(geometry, f, pc, axis):
+    """Where foot f's wrench acts: its plate, or its far end once tipped past lying flat, when that end
+    is the lower one (contact.detection takes the deeper end; the lower end stands for it in drawings)."""
+    if wheel_radius(geometry, f) > 0:
+        return pc
+    far = pc + geometry["foot_size"][f][1] * axis
+    return far if far[1] < pc[1] else pc
+
+
 def wheel_radius(geometry, f) -> float:
     """A wheel's radius (a foot whose data were recorded for a wheel: drawn round), else 0."""
     roll = geometry.get("foot_roll")
@@ -199,8 +208,8 @@ def draw_scene(ax, run, i, wrench_scale=None, alpha=1.0):
             ax.plot(*np.stack([pc, pc + wheel_radius(g, f) * axis]).T, color="tab:blue", lw=1, alpha=alpha)
         step = min(i, len(run["wrench"]) - 1)
         if wrench_scale and step >= 0 and run["active"][step, f]:
-            w = run["wrench"][step, f]
-            ax.arrow(pc[0], pc[1], w[0] * wrench_scale, w[1] * wrench_scale, color="tab:red",
+            w, at = run["wrench"][step, f], contact_point(g, f, pc, axis)
+            ax.arrow(at[0], at[1], w[0] * wrench_scale, w[1] * wrench_scale, color="tab:red",
                      width=0.002, alpha=alpha, length_includes_head=True)
 
 

@@ -53,7 +53,7 @@ class Scene:
         self.line("/terrain", np.column_stack([xs, zs]), color=(150, 100, 40), width=4.0)
 
     def draw(self, geometry, q, theta, active, wrench, selected, space):
-        from granular.apps.plots import foot_outline, foot_pose, scene_frames, wheel_radius
+        from granular.apps.plots import contact_point, foot_outline, foot_pose, scene_frames, wheel_radius
 
         angle, origin = scene_frames(geometry, q)
         links = [np.stack([origin[p], origin[b]]) for b, p in enumerate(geometry["parent"]) if p >= 0]
@@ -77,8 +77,9 @@ class Scene:
             else:
                 self.server.scene.add_box(f"/feet/{f}", dimensions=(2 * radius, 2 * radius, length), color=color,
                                           position=(mid[0], 0.0, mid[1]), wxyz=_quat_y(tilt))
-            tip = pc + (wrench[f, :2] / fmax * 0.25 if active[f] else np.zeros(2))
-            self.line(f"/wrench/{f}", [pc, tip + 1e-6], color=(220, 30, 30), width=5.0)
+            at = contact_point(geometry, f, pc, axis)
+            tip = at + (wrench[f, :2] / fmax * 0.25 if active[f] else np.zeros(2))
+            self.line(f"/wrench/{f}", [at, tip + 1e-6], color=(220, 30, 30), width=5.0)
         if space is not None:
             self.slice(space, origin[0])
 

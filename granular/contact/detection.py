@@ -4,10 +4,12 @@ For a foot attached to a body: p_center and the foot axis in world
 coordinates; p_c, the closest surface point, and its outward normal n; the
 configuration θ = (d, φ) with d the signed height of p_center above the
 surface along n and φ the axis tilt from n, clamped to [−π/2, π/2]; the foot
-is in contact when d < 0. A foot tipped past lying flat, its far end (p_center + length × axis) lower
-than its plate, meets the medium with that end: the cylinder is taken end for end (p_center at the far
-end, the axis reversed, p_r r_offset up the reversed axis), so that a foot that tips over comes to
-rest on the surface instead of turning through it (as a plate-only θ let it; paper Fig. 9b). A round foot (``roll_radius`` r > 0, the passive
+is in contact when d < 0. The deeper end of the cylinder meets the medium: a foot tipped past lying
+flat (its far end, p_center + length × axis, below its plate) is taken end for end (p_center at the
+far end, the axis reversed, p_r r_offset up the reversed axis), so that a tipped foot comes to rest
+on the surface instead of turning through it (the paper's Fig. 9b object "tips over and eventually
+stops"). The switch is not smoothed: W(d, ±π/2) seen from either end is the same only as far as the
+data are symmetric end for end. A round foot (``roll_radius`` r > 0, the passive
 walker's arc feet) touches at O − r n, O being its arc's centre: there d is O's
 height less r, the foot's axis follows n (φ = 0) and the Jacobians are those
 of the body point at O − r n. J_t maps generalized velocities to the foot's twist
@@ -98,7 +100,7 @@ def _detect(angle, origin, chain, bodies, given, axis_local, roll, r_offset, ta,
         axis[i, 0] = c * axis_local[i, 0] - s * axis_local[i, 1]
         axis[i, 1] = s * axis_local[i, 0] + c * axis_local[i, 1]
     _, normals, heights = closest(ends, ta, tt, tn, tlo, thi)
-    p_center, normal, height = ends[:N].copy(), normals[:N].copy(), heights[:N].copy()
+    p_center, normal, height = ends[:N], normals[:N], heights[:N]  # views: the far ends' rows stay as found
     points = given[:2 * N].copy()  # p_center and p_r in their bodies' frames, per foot
     for i in range(N):
         if roll[i] > 0:  # the round foot touches at O − r n and stands along n

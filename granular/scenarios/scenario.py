@@ -445,7 +445,8 @@ def body_state(mb, q, v):
 def summary(rec: Run) -> dict:
     """The ``--json`` object of a run. Body x, z are centre-of-mass coordinates; angle is
     the body frame's angle (for a foot, its tilt from vertical). Per foot: ``slip_m``, the
-    horizontal distance p_center travelled while in contact, ``max_depth_m``, and ``outside_data_s``,
+    horizontal distance p_center travelled while in contact (not its jump when a tipped foot changes
+    the end that meets the medium), ``max_depth_m``, and ``outside_data_s``,
     the time it spent at a configuration outside the data (W extrapolated in depth, clamped in tilt);
     a wheel's also ``wheel_slip`` and ``wheel_slip_end``, its mean slip ratio over the run and over its
     last second (:func:`~granular.scenarios.wheels.slips`).
@@ -453,7 +454,12 @@ def summary(rec: Run) -> dict:
     mb = rec.model.multibody
     first, last = body_state(mb, rec.q[0], rec.v[0]), body_state(mb, rec.q[-1], rec.v[-1])
     depth = np.where(rec.active, -rec.theta[..., 0], 0.0)
-    moved = np.abs(np.diff(rec.p_center[..., 0], axis=0)) * (rec.active[1:] & rec.active[:-1])
+    step = np.diff(rec.p_center, axis=0)
+    # a foot tipped past lying flat changes the end that meets the medium (contact.detection): that jump
+    # of p_center by about the foot's length is not travel; no foot moves half its length in one step
+    length = np.array([c.foot.length for c in rec.model.feet.contacts])
+    kept = rec.active[1:] & rec.active[:-1] & (np.hypot(step[..., 0], step[..., 1]) < 0.5 * length)
+    moved = np.abs(step[..., 0]) * kept
     outside = rec.model.wrenches.outside(rec.theta.reshape(-1, 2)).reshape(rec.active.shape) & rec.active
     extra = {}
     if rec.model.leading_foot is not None:  # a walker: its steps and limit cycle
