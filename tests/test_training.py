@@ -96,3 +96,27 @@ def test_a_job_learns_the_target_it_names(sand, tmp_path):
     job.write_text("dataset = 'sand.h5'\nout = 'm.h5'\ntarget = 'log'\n")
     with pytest.raises(GranularError, match="target"):
         training.load_job(job)
+
+
+def test_a_job_learns_with_the_rbf_kernel_it_names(sand, tmp_path):
+    """``kernel = "linear"`` reaches the model (stored, and reloaded to the same W(θ)) and
+    the RBF's folds; GP and SVR ignore it; an unknown kernel is refused."""
+    from granular.data import dataset as wd
+    from granular.learning import model as wm
+
+    wd.write(sand, tmp_path / "sand.h5")
+    job = tmp_path / "job.toml"
+    job.write_text("dataset = 'sand.h5'\nout = 'm.h5'\ncv = 3\nkernel = 'linear'\n")
+    result, model, _ = training.run_job(training.load_job(job))
+    loaded = wm.load(tmp_path / "m.h5")
+    assert loaded.params["group0"]["kernel"] == "linear"
+    thetas = np.array([[-0.02, 0.3], [-0.05, -0.9], [-0.11, 1.2]])
+    np.testing.assert_allclose(loaded.points(thetas), model.points(thetas), rtol=1e-12)
+    plain = wm.fit(sand)
+    assert not np.allclose(loaded.points(thetas), plain.points(thetas), rtol=1e-3)
+    tps = training.cross_validate(sand, names=("rbf", "svr"), folds=3)
+    assert result["cv"]["rbf"]["rel_rmse"] != pytest.approx(tps["rbf"]["rel_rmse"], rel=1e-6)
+    assert result["cv"]["svr"]["rel_rmse"] == pytest.approx(tps["svr"]["rel_rmse"], rel=1e-9)
+    job.write_text("dataset = 'sand.h5'\nout = 'm.h5'\nkernel = 'gaussian'\n")
+    with pytest.raises(GranularError, match="kernel"):
+        training.load_job(job)

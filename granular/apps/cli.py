@@ -225,6 +225,7 @@ def cmd_train(args):
         job = training.Job(dataset=source, out=Path(args.out))
     job.regressor = args.regressor or job.regressor
     job.target = args.target or job.target
+    job.kernel = args.kernel or job.kernel
     job.cv = job.cv if args.cv is None else args.cv
     job.out = Path(args.out) if args.out else job.out
     job.figures = Path(args.figures) if args.figures else job.figures
@@ -659,6 +660,8 @@ def build_parser():
     t.add_argument("--regressor", choices=["rbf", "gp", "svr"])
     t.add_argument("--target", choices=["wrench", "per-depth"],
                    help="learn the wrenches, or the wrenches per unit depth (w / |d|; default: the job's, else wrench)")
+    t.add_argument("--kernel", choices=["thin_plate_spline", "cubic", "linear"],
+                   help="the RBF's kernel (default: the job's, else thin_plate_spline)")
     t.add_argument("--cv", type=_number(0, 1000, kind=int), help="K-fold cross-validation of all regressors")
     t.add_argument("--figures", help="directory for the figures")
     t.add_argument("--json", action="store_true", help="print one JSON object")

@@ -142,8 +142,9 @@ class WrenchSpaceModel:
         if self._groups is not None:
             return self._groups
         self._groups = []
+        given = self.params.get("group0", {})  # fit(**params): every group's, until each keeps its own
         for g, (cols, rows) in enumerate(self._patterns):
-            reg = regressors.make(self.regressor, **self.params.get(f"group{g}", {}))
+            reg = regressors.make(self.regressor, **self.params.get(f"group{g}", given))
             arrays = self.fitted.get(f"group{g}", {})
             if reg.FITTED and all(k in arrays for k in reg.FITTED):
                 reg = regressors.restore(reg, arrays)

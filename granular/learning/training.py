@@ -30,8 +30,9 @@ log = logging.getLogger(__name__)
 
 
 def cross_validate(ds: wd.WrenchDataset, names=tuple(REGRESSORS), folds: int = 5, seed: int = 0,
-                   progress: bool = False, target: str = "wrench") -> dict:
+                   progress: bool = False, target: str = "wrench", kernel: str | None = None) -> dict:
     """K-fold CV over configurations: {regressor: {rel_rmse, rel_rmse_fx, rel_rmse_fz, rel_rmse_tau}}.
+    ``kernel``: the RBF's kernel (its default where None).
 
     Errors are ‖predicted − measured‖ / ‖measured‖ over every held-out valid
     sample, per axis and overall; overall, force and torque are first divided
@@ -50,7 +51,7 @@ def cross_validate(ds: wd.WrenchDataset, names=tuple(REGRESSORS), folds: int = 5
         ref = np.zeros(3)
         for test in splits:
             train = np.setdiff1d(np.arange(ds.n), test)
-            fold = wm.fit(ds.subset(train), name, target)
+            fold = wm.fit(ds.subset(train), name, target, **_params(name, kernel))
             fold._warned = True  # held-out configurations past a fold's data are expected: no warning
             pred = fold.points(ds.configs[test])
             ok = ds.valid[test]
@@ -86,6 +87,11 @@ def cv_noise_floor(ds: wd.WrenchDataset) -> dict | None:
     noise = np.where(several, s2 / np.maximum(n, 1), rho2 * w2)
     return {"floor": float(np.sqrt(noise[ok].sum() / w2[ok].sum())), "single_bed_spread": float(np.sqrt(rho2)),
             "samples_with_spread": int(several.sum()), "samples": int(ok.sum())}
+
+
+def _params(regressor: str, kernel: str | None) -> dict:
+    """A regressor's constructor arguments for a job: the kernel goes to the RBF only."""
+    return {"kernel": kernel} if kernel and regressor == "rbf" else {}
 
 
 #: Zhu et al. 2019, Table II: (average, worst) concavity of the measured wrench spaces.
@@ -154,6 +160,7 @@ class Job:
     fixed_normals: list = field(default_factory=lambda: [16, 32, 64])
     plot_thetas: list = field(default_factory=list)
     target: str = "wrench"
+    kernel: str | None = None
 
 
 class JobFile(Schema):
@@ -167,6 +174,7 @@ class JobFile(Schema):
     fixed_normals: tuple[Annotated[int, Meta(ge=8, le=256)], ...] = (16, 32, 64)
     plot_thetas: tuple[tuple[Finite, Finite], ...] = ()
     target: Literal["wrench", "per-depth"] = "wrench"  # wm.TARGETS
+    kernel: Literal["thin_plate_spline", "cubic", "linear"] | None = None  # the RBF's (linear.KERNELS); None: its default
 
 
 def load_job(path) -> Job:
@@ -175,7 +183,7 @@ def load_job(path) -> Job:
     where = lambda p: None if p is None else (path.parent / p).resolve()  # noqa: E731
     return Job(dataset=where(spec.dataset), out=where(spec.out), regressor=spec.regressor, cv=spec.cv,
                figures=where(spec.figures), fixed_normals=list(spec.fixed_normals),
-               plot_thetas=[list(x) for x in spec.plot_thetas], target=spec.target)
+               plot_thetas=[list(x) for x in spec.plot_thetas], target=spec.target, kernel=spec.kernel)
 
 
 def run_job(job: Job, progress: bool = False):
@@ -187,10 +195,11 @@ def run_job(job: Job, progress: bool = False):
     result = {"model": str(job.out), "dataset": str(job.dataset), "regressor": job.regressor, "medium": ds.medium,
               "target": job.target}
     if job.cv:
-        result["cv"] = cross_validate(ds, tuple(REGRESSORS), job.cv, progress=progress, target=job.target)
+        result["cv"] = cross_validate(ds, tuple(REGRESSORS), job.cv, progress=progress, target=job.target,
+                                      kernel=job.kernel)
         if (floor := cv_noise_floor(ds)) is not None:
             result["cv_noise_floor"] = floor
-    model = wm.fit(ds, job.regressor, job.target)
+    model = wm.fit(ds, job.regressor, job.target, **_params(job.regressor, job.kernel))
     concavity = concavity_table(ds)
     result["concavity"] = {k: v for k, v in concavity.items() if k != "per_config"}
     result["non_associativity"] = flow_mismatch_table(ds)
