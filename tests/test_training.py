@@ -45,6 +45,10 @@ def test_cv_noise_floor_is_the_held_out_samples_own_realisation_noise(sand):
     floor = training.cv_noise_floor(noisy)
     assert 0.2 / 2 < floor["floor"] < 0.2 and floor["single_bed_spread"] == pytest.approx(0.2)
     assert floor["samples_with_spread"] < floor["samples"]
+    spread = 0.2 * np.abs(sand.wrenches)
+    spread[::2] = 0.0  # runs repeated in one bed agree exactly: one bed's noise, not none
+    repeated = replace(sand, provenance={"realisations": np.full(sand.valid.shape, 2.0), "realisation_spread": spread})
+    assert training.cv_noise_floor(repeated)["floor"] > 0.2 / np.sqrt(2)
 
 
 def test_concavity_table(sand):
