@@ -248,7 +248,7 @@ def test_batched_prediction_matches_single(sand_model, rng):
 
 
 def test_rbf_matches_scipy(sand, rng):
-    """Our RBF interpolant is scipy's RBFInterpolator (thin-plate spline, degree 1, no smoothing)."""
+    """Our RBF interpolant is scipy's RBFInterpolator (thin-plate spline, degree 1; and smoothed)."""
     from scipy.interpolate import RBFInterpolator
 
     from granular.learning.regressors import RBF
@@ -259,6 +259,10 @@ def test_rbf_matches_scipy(sand, rng):
     ref = RBFInterpolator(X, Y, kernel="thin_plate_spline", degree=1)
     Xq = rng.uniform(-1.2, 1.2, (50, 2))
     np.testing.assert_allclose(ours.predict(Xq), ref(Xq), rtol=1e-8, atol=1e-8)
+    smooth = RBF(kernel="linear", smoothing=0.1).fit(X, Y)  # and smoothed, as scipy smooths
+    ref = RBFInterpolator(X, Y, kernel="linear", degree=1, smoothing=0.1)
+    np.testing.assert_allclose(smooth.predict(Xq), ref(Xq), rtol=1e-8, atol=1e-8)
+    assert not np.allclose(smooth.predict(X), Y, atol=1e-3), "smoothed, it no longer interpolates"
 
 
 def test_generic_and_linear_prediction_paths_agree(sand):

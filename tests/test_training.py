@@ -103,7 +103,7 @@ def test_a_job_learns_the_target_it_names(sand, tmp_path):
 
 
 def test_a_job_learns_with_the_rbf_kernel_it_names(sand, tmp_path):
-    """``kernel = "linear"`` reaches the model (stored, and reloaded to the same W(θ)) and
+    """``kernel = "linear"`` (and ``smoothing``) reaches the model (stored, and reloaded to the same W(θ)) and
     the RBF's folds; GP and SVR ignore it; an unknown kernel is refused."""
     from granular.data import dataset as wd
     from granular.learning import model as wm
@@ -123,4 +123,10 @@ def test_a_job_learns_with_the_rbf_kernel_it_names(sand, tmp_path):
     assert result["cv"]["svr"]["rel_rmse"] == pytest.approx(tps["svr"]["rel_rmse"], rel=1e-9)
     job.write_text("dataset = 'sand.h5'\nout = 'm.h5'\nkernel = 'gaussian'\n")
     with pytest.raises(GranularError, match="kernel"):
+        training.load_job(job)
+    job.write_text("dataset = 'sand.h5'\nout = 'm.h5'\nsmoothing = 0.1\n")
+    training.run_job(training.load_job(job))
+    assert wm.load(tmp_path / "m.h5").params["group0"]["smoothing"] == 0.1
+    job.write_text("dataset = 'sand.h5'\nout = 'm.h5'\nsmoothing = -1\n")
+    with pytest.raises(GranularError, match="smoothing"):
         training.load_job(job)

@@ -226,6 +226,7 @@ def cmd_train(args):
     job.regressor = args.regressor or job.regressor
     job.target = args.target or job.target
     job.kernel = args.kernel or job.kernel
+    job.smoothing = job.smoothing if args.smoothing is None else args.smoothing
     job.cv = job.cv if args.cv is None else args.cv
     job.out = Path(args.out) if args.out else job.out
     job.figures = Path(args.figures) if args.figures else job.figures
@@ -662,6 +663,8 @@ def build_parser():
                    help="learn the wrenches, or the wrenches per unit depth (w / |d|; default: the job's, else wrench)")
     t.add_argument("--kernel", choices=["thin_plate_spline", "cubic", "linear"],
                    help="the RBF's kernel (default: the job's, else thin_plate_spline)")
+    t.add_argument("--smoothing", type=_number(0, 1e6),
+                   help="the RBF's smoothing, added to its kernel matrix's diagonal (default: the job's, else 0)")
     t.add_argument("--cv", type=_number(0, 1000, kind=int), help="K-fold cross-validation of all regressors")
     t.add_argument("--figures", help="directory for the figures")
     t.add_argument("--json", action="store_true", help="print one JSON object")

@@ -25,7 +25,7 @@ from granular.learning.linear import KERNELS, rbf_features
 class RBF(RegressorMixin, BaseEstimator):
     """Radial-basis-function interpolation (the paper's choice), exact at the training points.
 
-    The interpolant of scipy.interpolate.RBFInterpolator (smoothing 0): a
+    The interpolant of scipy.interpolate.RBFInterpolator: a
     kernel φ(r) over the training points plus a polynomial of ``degree`` ≤ 1,
     f(x) = Σ c_j φ(‖x − x_j‖) + a·[1, x]. It is written out here because it is
     linear in its coefficients, f(x) = F(x) @ coef_, and the simulator's
@@ -37,15 +37,18 @@ class RBF(RegressorMixin, BaseEstimator):
     KERNELS = KERNELS
     FITTED = ("centers_", "coef_")
 
-    def __init__(self, kernel: str = "thin_plate_spline", degree: int = 1):
+    def __init__(self, kernel: str = "thin_plate_spline", degree: int = 1, smoothing: float = 0.0):
         self.kernel = kernel
         self.degree = degree
+        self.smoothing = smoothing  # added to the kernel matrix's diagonal, as scipy's: 0 interpolates
 
     def _check(self):
         if self.kernel not in self.KERNELS:
             raise GranularError(f"unknown RBF kernel {self.kernel!r}; choose one of {', '.join(self.KERNELS)}")
         if self.degree not in (0, 1):
             raise GranularError(f"RBF polynomial degree must be 0 or 1, got {self.degree!r}")
+        if not (np.isfinite(self.smoothing) and self.smoothing >= 0):
+            raise GranularError(f"RBF smoothing must be a number ≥ 0, got {self.smoothing!r}")
 
     def fitted_params(self) -> dict:
         return self.get_params()
@@ -68,7 +71,7 @@ class RBF(RegressorMixin, BaseEstimator):
         n = len(X)
         K = self.features(self.centers_)
         P = K[:, n:]
-        system = np.block([[K[:, :n], P], [P.T, np.zeros((P.shape[1], P.shape[1]))]])
+        system = np.block([[K[:, :n] + self.smoothing * np.eye(n), P], [P.T, np.zeros((P.shape[1], P.shape[1]))]])
         rhs = np.vstack([Y, np.zeros((P.shape[1], Y.shape[1]))])
         try:
             self.coef_ = solve(system, rhs)

@@ -30,9 +30,10 @@ log = logging.getLogger(__name__)
 
 
 def cross_validate(ds: wd.WrenchDataset, names=tuple(REGRESSORS), folds: int = 5, seed: int = 0,
-                   progress: bool = False, target: str = "wrench", kernel: str | None = None) -> dict:
+                   progress: bool = False, target: str = "wrench", kernel: str | None = None,
+                   smoothing: float = 0.0) -> dict:
     """K-fold CV over configurations: {regressor: {rel_rmse, rel_rmse_fx, rel_rmse_fz, rel_rmse_tau}}.
-    ``kernel``: the RBF's kernel (its default where None).
+    ``kernel``, ``smoothing``: the RBF's (its defaults where None, 0).
 
     Errors are ‖predicted − measured‖ / ‖measured‖ over every held-out valid
     sample, per axis and overall; overall, force and torque are first divided
@@ -51,7 +52,7 @@ def cross_validate(ds: wd.WrenchDataset, names=tuple(REGRESSORS), folds: int = 5
         ref = np.zeros(3)
         for test in splits:
             train = np.setdiff1d(np.arange(ds.n), test)
-            fold = wm.fit(ds.subset(train), name, target, **_params(name, kernel))
+            fold = wm.fit(ds.subset(train), name, target, **_params(name, kernel, smoothing))
             fold._warned = True  # held-out configurations past a fold's data are expected: no warning
             pred = fold.points(ds.configs[test])
             ok = ds.valid[test]
@@ -89,9 +90,11 @@ def cv_noise_floor(ds: wd.WrenchDataset) -> dict | None:
             "samples_with_spread": int(several.sum()), "samples": int(ok.sum())}
 
 
-def _params(regressor: str, kernel: str | None) -> dict:
-    """A regressor's constructor arguments for a job: the kernel goes to the RBF only."""
-    return {"kernel": kernel} if kernel and regressor == "rbf" else {}
+def _params(regressor: str, kernel: str | None, smoothing: float) -> dict:
+    """A regressor's constructor arguments for a job: kernel and smoothing go to the RBF only."""
+    if regressor != "rbf":
+        return {}
+    return {**({"kernel": kernel} if kernel else {}), **({"smoothing": float(smoothing)} if smoothing else {})}
 
 
 #: Zhu et al. 2019, Table II: (average, worst) concavity of the measured wrench spaces.
@@ -161,6 +164,7 @@ class Job:
     plot_thetas: list = field(default_factory=list)
     target: str = "wrench"
     kernel: str | None = None
+    smoothing: float = 0.0
 
 
 class JobFile(Schema):
@@ -175,6 +179,7 @@ class JobFile(Schema):
     plot_thetas: tuple[tuple[Finite, Finite], ...] = ()
     target: Literal["wrench", "per-depth"] = "wrench"  # wm.TARGETS
     kernel: Literal["thin_plate_spline", "cubic", "linear"] | None = None  # the RBF's (linear.KERNELS); None: its default
+    smoothing: Annotated[float, Meta(ge=0)] = 0.0  # the RBF's: 0 interpolates the data
 
 
 def load_job(path) -> Job:
@@ -183,7 +188,8 @@ def load_job(path) -> Job:
     where = lambda p: None if p is None else (path.parent / p).resolve()  # noqa: E731
     return Job(dataset=where(spec.dataset), out=where(spec.out), regressor=spec.regressor, cv=spec.cv,
                figures=where(spec.figures), fixed_normals=list(spec.fixed_normals),
-               plot_thetas=[list(x) for x in spec.plot_thetas], target=spec.target, kernel=spec.kernel)
+               plot_thetas=[list(x) for x in spec.plot_thetas], target=spec.target, kernel=spec.kernel,
+               smoothing=spec.smoothing)
 
 
 def run_job(job: Job, progress: bool = False):
@@ -196,10 +202,10 @@ def run_job(job: Job, progress: bool = False):
               "target": job.target}
     if job.cv:
         result["cv"] = cross_validate(ds, tuple(REGRESSORS), job.cv, progress=progress, target=job.target,
-                                      kernel=job.kernel)
+                                      kernel=job.kernel, smoothing=job.smoothing)
         if (floor := cv_noise_floor(ds)) is not None:
             result["cv_noise_floor"] = floor
-    model = wm.fit(ds, job.regressor, job.target, **_params(job.regressor, job.kernel))
+    model = wm.fit(ds, job.regressor, job.target, **_params(job.regressor, job.kernel, job.smoothing))
     concavity = concavity_table(ds)
     result["concavity"] = {k: v for k, v in concavity.items() if k != "per_config"}
     result["non_associativity"] = flow_mismatch_table(ds)
