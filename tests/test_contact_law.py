@@ -184,8 +184,8 @@ def test_beads_trot_stays_up_with_w_extrapolated_in_depth(tmp_path):
 
 
 def test_the_robot_trots_forward_on_beads():
-    """Issue 16: with the Beads model the trotting robot stays up and moves forward (0.67 m in 6 s
-    since the data have the level ring of directions; 0.43 m before, 0.09 m with one bed)."""
+    """Issue 16: with the Beads model the trotting robot stays up and moves forward (0.74 m in 6 s
+    with Table I's grid to 12 cm; 0.43 m before the level ring of directions, 0.09 m with one bed)."""
     summary = scenarios.summary(scenarios.run(scenarios.load("quad-trot").with_(medium="beads")))
     torso = summary["bodies"]["torso"]
     assert torso["final"]["z"] > 0.85

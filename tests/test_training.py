@@ -124,6 +124,13 @@ def test_a_job_learns_with_the_rbf_kernel_it_names(sand, tmp_path):
     job.write_text("dataset = 'sand.h5'\nout = 'm.h5'\nkernel = 'gaussian'\n")
     with pytest.raises(GranularError, match="kernel"):
         training.load_job(job)
+    from dataclasses import replace
+
+    valid = sand.valid.copy()
+    valid[-1, 0] = False  # direction 0 one configuration short: two groups of directions
+    grouped = wm.fit(replace(sand, valid=valid), "rbf", kernel="linear")
+    grouped.points(thetas)
+    assert [grouped.params[g]["kernel"] for g in sorted(grouped.params)] == ["linear", "linear"]
     job.write_text("dataset = 'sand.h5'\nout = 'm.h5'\nsmoothing = 0.1\n")
     training.run_job(training.load_job(job))
     assert wm.load(tmp_path / "m.h5").params["group0"]["smoothing"] == 0.1

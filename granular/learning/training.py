@@ -179,7 +179,7 @@ class JobFile(Schema):
     plot_thetas: tuple[tuple[Finite, Finite], ...] = ()
     target: Literal["wrench", "per-depth"] = "wrench"  # wm.TARGETS
     kernel: Literal["thin_plate_spline", "cubic", "linear"] | None = None  # the RBF's (linear.KERNELS); None: its default
-    smoothing: Annotated[float, Meta(ge=0)] = 0.0  # the RBF's: 0 interpolates the data
+    smoothing: Annotated[float, Meta(ge=0, le=1e6)] = 0.0  # the RBF's: 0 interpolates the data
 
 
 def load_job(path) -> Job:
