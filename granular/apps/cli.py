@@ -43,6 +43,7 @@ import numpy as np  # noqa: E402
 
 from granular.contact.compliant import LAWS as COMPLIANT_LAWS
 from granular.errors import GranularError
+from granular.learning.linear import KERNELS
 
 
 def _number(low=-1e12, high=1e12, low_open=False, kind=float):
@@ -253,7 +254,9 @@ def cmd_train(args):
 
     def human(r):
         if "cv" in r:
-            _say(f"{job.cv}-fold cross-validation (relative RMS error of held-out extreme wrenches):")
+            rbf = r["rbf"]
+            _say(f"{job.cv}-fold cross-validation (relative RMS error of held-out extreme wrenches; the RBF's "
+                 f"kernel {rbf['kernel']}, smoothing {rbf['smoothing']:g}):")
             _say(f"  {'regressor':<10}{'all':>8}{'f_x':>8}{'f_z':>8}{'τ':>8}")
             for name, v in r["cv"].items():
                 _say(f"  {name:<10}{v['rel_rmse']:>8.4f}{v['rel_rmse_fx']:>8.4f}"
@@ -661,7 +664,7 @@ def build_parser():
     t.add_argument("--regressor", choices=["rbf", "gp", "svr"])
     t.add_argument("--target", choices=["wrench", "per-depth"],
                    help="learn the wrenches, or the wrenches per unit depth (w / |d|; default: the job's, else wrench)")
-    t.add_argument("--kernel", choices=["thin_plate_spline", "cubic", "linear"],
+    t.add_argument("--kernel", choices=list(KERNELS),
                    help="the RBF's kernel (default: the job's, else thin_plate_spline)")
     t.add_argument("--smoothing", type=_number(0, 1e6),
                    help="the RBF's smoothing, added to its kernel matrix's diagonal (default: the job's, else 0)")

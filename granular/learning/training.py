@@ -25,6 +25,10 @@ from granular.wrench.flow import non_associativity
 from granular.errors import GranularError
 from granular.io.schema import Finite, Schema, load
 from granular.learning.regressors import REGRESSORS
+from granular.learning.linear import KERNELS
+
+#: The RBF kernels a job may name (``kernel``; :data:`~granular.learning.linear.KERNELS`).
+RBFKernel = Literal[tuple(KERNELS)]
 
 log = logging.getLogger(__name__)
 
@@ -178,7 +182,7 @@ class JobFile(Schema):
     fixed_normals: tuple[Annotated[int, Meta(ge=8, le=256)], ...] = (16, 32, 64)
     plot_thetas: tuple[tuple[Finite, Finite], ...] = ()
     target: Literal["wrench", "per-depth"] = "wrench"  # wm.TARGETS
-    kernel: Literal["thin_plate_spline", "cubic", "linear"] | None = None  # the RBF's (linear.KERNELS); None: its default
+    kernel: RBFKernel | None = None  # the RBF's; None: its default
     smoothing: Annotated[float, Meta(ge=0, le=1e6)] = 0.0  # the RBF's: 0 interpolates the data
 
 
@@ -199,7 +203,7 @@ def run_job(job: Job, progress: bool = False):
     log.info("training %s (target %s) on %s (%s, %s: %d × %d)", job.regressor, job.target, job.dataset, ds.medium,
              ds.source, ds.n, ds.m)
     result = {"model": str(job.out), "dataset": str(job.dataset), "regressor": job.regressor, "medium": ds.medium,
-              "target": job.target}
+              "target": job.target, "rbf": {"kernel": job.kernel or "thin_plate_spline", "smoothing": job.smoothing}}
     if job.cv:
         result["cv"] = cross_validate(ds, tuple(REGRESSORS), job.cv, progress=progress, target=job.target,
                                       kernel=job.kernel, smoothing=job.smoothing)
