@@ -75,9 +75,10 @@ def cv_noise_floor(ds: wd.WrenchDataset) -> dict | None:
     noise alone: a held-out sample is one measurement of its mean, off by its realisation noise.
     Per sample below the surface, that noise is spread / √n where it was measured in n ≥ 2 beds
     (``realisation_spread``, the single beds' standard deviation), and ρ |w| where it comes from
-    one bed (or from runs repeated in one bed, which agree exactly), ρ being the single-bed spread relative to the wrench pooled over the samples that
-    have one. Summed like :func:`cross_validate`'s error (per-axis scale). None where the data
-    carry no spread (a synthetic source, or every sample from one bed)."""
+    one bed (or from runs repeated in one bed, which agree exactly), ρ being the single-bed spread
+    relative to the wrench, pooled over the samples that have one. Summed like
+    :func:`cross_validate`'s error (per-axis scale). A lower bound: the held-out cell's neighbours
+    carry noise too. None where the data carry no spread (a synthetic source, or one bed)."""
     n, spread = ds.provenance.get("realisations"), ds.provenance.get("realisation_spread")
     if n is None or spread is None:
         return None
@@ -86,7 +87,7 @@ def cv_noise_floor(ds: wd.WrenchDataset) -> dict | None:
     w2 = ((np.where(ok[..., None], ds.wrenches, 0.0) / scale) ** 2).sum(axis=-1)
     s2 = ((np.where(ok[..., None], spread, 0.0) / scale) ** 2).sum(axis=-1)
     several = ok & (n >= 2) & (s2 > 0)  # spread 0: runs repeated in one bed (deterministic), not beds
-    if not several.any() or not s2[several].sum():
+    if not several.any():
         return None
     rho2 = s2[several].sum() / w2[several].sum()
     noise = np.where(several, s2 / np.maximum(n, 1), rho2 * w2)
