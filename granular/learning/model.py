@@ -91,10 +91,7 @@ class WrenchSpaceModel:
                                 f"{ds.medium!r} has one (d = {self.d_min:g} m): learn the wrenches instead")
         self.x_scale = np.array([-self.d_min, self.phi_max if self.phi_max > 0 else 1.0])
         self.active = np.array([True, self.phi_max > 0])
-        f = np.nanmax(np.abs(np.where(train.valid[..., None], train.wrenches, 0.0)[..., :2]))
-        t = np.nanmax(np.abs(np.where(train.valid, train.wrenches[..., 2], 0.0)))
-        f = f if f > 0 else 1.0
-        self.scale = np.array([f, f, t if t > 0 else f * ds.foot.r_offset])
+        self.scale = wrench_scale(train)
         if self.per_depth:  # the surface's zero rows say nothing of w / |d|
             train = replace(train, configs=train.configs[below], valid=train.valid[below],
                             wrenches=train.wrenches[below] / -train.configs[below, :1, None])
@@ -324,6 +321,15 @@ class WrenchSpaceModel:
             return None
         return (self._bounds, np.ascontiguousarray(self.x_scale, np.float64), int(self.active[1]),
                 self.per_depth, *self._linear)
+
+
+def wrench_scale(ds: wd.WrenchDataset) -> np.ndarray:
+    """Per-axis scale (N, N, N·m) that weighs force and torque alike: the data's largest |f_x|, |f_z|
+    for both forces, their largest |τ| for the torque (else the force times r_offset)."""
+    f = np.nanmax(np.abs(np.where(ds.valid[..., None], ds.wrenches, 0.0)[..., :2]))
+    t = np.nanmax(np.abs(np.where(ds.valid, ds.wrenches[..., 2], 0.0)))
+    f = f if f > 0 else 1.0
+    return np.array([f, f, t if t > 0 else f * ds.foot.r_offset])
 
 
 def fit(ds: wd.WrenchDataset, regressor: str = "rbf", target: str = "wrench", **params) -> WrenchSpaceModel:

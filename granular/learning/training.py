@@ -24,6 +24,7 @@ from granular.wrench import polytopes as wrenchspace
 from granular.wrench.flow import non_associativity
 from granular.errors import GranularError
 from granular.io.schema import Finite, Schema, load
+from granular.learning import regressors
 from granular.learning.regressors import REGRESSORS
 from granular.learning.linear import KERNELS
 
@@ -48,7 +49,7 @@ def cross_validate(ds: wd.WrenchDataset, names=tuple(REGRESSORS), folds: int = 5
         raise GranularError(f"--cv {folds}: need 2 ≤ K ≤ {len(below)} (configurations below the surface)")
     order = np.random.default_rng(seed).permutation(below)
     splits = np.array_split(order, folds)
-    scale = wm.fit(ds).scale
+    scale = wm.wrench_scale(ds)
     results = {}
     bar = tqdm(total=len(names) * folds, desc="cross-validation", disable=None if progress else True)
     for name in names:
@@ -82,7 +83,7 @@ def cv_noise_floor(ds: wd.WrenchDataset) -> dict | None:
     n, spread = ds.provenance.get("realisations"), ds.provenance.get("realisation_spread")
     if n is None or spread is None:
         return None
-    scale = wm.fit(ds).scale
+    scale = wm.wrench_scale(ds)
     ok = ds.valid & (ds.configs[:, 0] < 0)[:, None]
     w2 = ((np.where(ok[..., None], ds.wrenches, 0.0) / scale) ** 2).sum(axis=-1)
     s2 = ((np.where(ok[..., None], spread, 0.0) / scale) ** 2).sum(axis=-1)
@@ -96,10 +97,14 @@ def cv_noise_floor(ds: wd.WrenchDataset) -> dict | None:
 
 
 def _params(regressor: str, kernel: str | None, smoothing: float) -> dict:
-    """A regressor's constructor arguments for a job: kernel and smoothing go to the RBF only."""
-    if regressor != "rbf":
-        return {}
-    return {**({"kernel": kernel} if kernel else {}), **({"smoothing": float(smoothing)} if smoothing else {})}
+    """A regressor's constructor arguments for a job: kernel and smoothing go to the RBF only, and
+    only where the job names them (else the RBF's defaults)."""
+    params = {}
+    if regressor == "rbf" and kernel:
+        params["kernel"] = kernel
+    if regressor == "rbf" and smoothing:
+        params["smoothing"] = float(smoothing)
+    return params
 
 
 #: Zhu et al. 2019, Table II: (average, worst) concavity of the measured wrench spaces.
@@ -204,7 +209,9 @@ def run_job(job: Job, progress: bool = False):
     log.info("training %s (target %s) on %s (%s, %s: %d × %d)", job.regressor, job.target, job.dataset, ds.medium,
              ds.source, ds.n, ds.m)
     result = {"model": str(job.out), "dataset": str(job.dataset), "regressor": job.regressor, "medium": ds.medium,
-              "target": job.target, "rbf": {"kernel": job.kernel or "thin_plate_spline", "smoothing": job.smoothing}}
+              "target": job.target}
+    rbf = regressors.make("rbf", **_params("rbf", job.kernel, job.smoothing))
+    result["rbf"] = {"kernel": rbf.kernel, "smoothing": rbf.smoothing}
     if job.cv:
         result["cv"] = cross_validate(ds, tuple(REGRESSORS), job.cv, progress=progress, target=job.target,
                                       kernel=job.kernel, smoothing=job.smoothing)
