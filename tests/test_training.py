@@ -137,3 +137,42 @@ def test_a_job_learns_with_the_rbf_kernel_it_names(sand, tmp_path):
     job.write_text("dataset = 'sand.h5'\nout = 'm.h5'\nsmoothing = -1\n")
     with pytest.raises(GranularError, match="smoothing"):
         training.load_job(job)
+
+
+def test_smoothing_from_the_data_noise_misses_the_samples_by_that_noise(sand, tmp_path):
+    """``smoothing = "noise"`` (discrepancy principle): the largest λ whose model misses its own samples
+    by no more than the data's noise floor; more noise, more smoothing; a job and its folds use it;
+    data without bed-to-bed noise are refused with a message that says why."""
+    from dataclasses import replace
+    from granular.data import dataset as wd
+    from granular.learning import model as wm
+
+    def noisy(rel):
+        rng = np.random.default_rng(1)
+        w = sand.wrenches * (1 + rel * rng.standard_normal(sand.wrenches.shape))
+        return replace(sand, wrenches=w, provenance={"realisations": np.full(sand.valid.shape, 2.0),
+                                                     "realisation_spread": rel * np.abs(w)})
+
+    lams = []
+    for rel in (0.05, 0.2):
+        ds = noisy(rel)
+        floor = training.cv_noise_floor(ds)["floor"]
+        lam = training.noise_smoothing(ds)
+        assert lam > 0
+        assert training.fit_residual(ds, smoothing=lam) <= floor < training.fit_residual(ds, smoothing=1.02 * lam)
+        lams.append(lam)
+    assert lams[1] > 3 * lams[0]
+    with pytest.raises(GranularError, match="two beds or more"):
+        training.noise_smoothing(sand)
+    wd.write(noisy(0.2), tmp_path / "noisy.h5")
+    job = tmp_path / "job.toml"
+    job.write_text("dataset = 'noisy.h5'\nout = 'm.h5'\ncv = 3\nsmoothing = 'noise'\n")
+    result, model, _ = training.run_job(training.load_job(job))
+    assert result["rbf"] == {"kernel": "thin_plate_spline", "smoothing": pytest.approx(lams[1]),
+                             "smoothing_from_noise": True}
+    assert wm.load(tmp_path / "m.h5").params["group0"]["smoothing"] == pytest.approx(lams[1])
+    fixed = training.cross_validate(noisy(0.2), names=("rbf",), folds=3, smoothing=lams[1])["rbf"]["rel_rmse"]
+    assert result["cv"]["rbf"]["rel_rmse"] != pytest.approx(fixed, rel=1e-9), "each fold chooses its own λ"
+    job.write_text("dataset = 'noisy.h5'\nout = 'm.h5'\nsmoothing = 'lots'\n")
+    with pytest.raises(GranularError, match="smoothing"):
+        training.load_job(job)

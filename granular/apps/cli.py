@@ -61,6 +61,17 @@ def _number(low=-1e12, high=1e12, low_open=False, kind=float):
     return parse
 
 
+def _smoothing(text: str):
+    """--smoothing: a number in [0, 1e6], or 'noise' (training.NOISE)."""
+    if text == "noise":
+        return text
+    try:
+        float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or 'noise', got {text!r}") from None
+    return _number(0, 1e6)(text)
+
+
 def _floats(low=-1e12, high=1e12):
     number = _number(low, high)
 
@@ -256,7 +267,8 @@ def cmd_train(args):
         if "cv" in r:
             rbf = r["rbf"]
             _say(f"{job.cv}-fold cross-validation (relative RMS error of held-out extreme wrenches; the RBF's "
-                 f"kernel {rbf['kernel']}, smoothing {rbf['smoothing']:g}):")
+                 f"kernel {rbf['kernel']}, smoothing "
+                 f"{'from the data’s noise, chosen in every fold' if rbf['smoothing_from_noise'] else format(rbf['smoothing'], 'g')}):")
             _say(f"  {'regressor':<10}{'all':>8}{'f_x':>8}{'f_z':>8}{'τ':>8}")
             for name, v in r["cv"].items():
                 _say(f"  {name:<10}{v['rel_rmse']:>8.4f}{v['rel_rmse_fx']:>8.4f}"
@@ -266,6 +278,9 @@ def cmd_train(args):
             _say(f"  the data's own noise alone would score {f['floor']:.4f} (bed-to-bed spread: "
                  f"{f['single_bed_spread']:.2f} of the wrench for one bed, from {f['samples_with_spread']} of "
                  f"{f['samples']} samples measured in ≥ 2 beds)")
+        if r["rbf"]["smoothing_from_noise"]:
+            _say(f"RBF smoothing {r['rbf']['smoothing']:.3g}: the model misses its own samples by the data's "
+                 f"bed-to-bed noise, no more (discrepancy principle)")
         c = r["concavity"]
         paper = f"; paper's {medium}: {c['paper']['average']:.4f}, {c['paper']['worst']:.4f}" if "paper" in c else ""
         _say(f"concavity (Table II): average {c['average']:.4f}, worst {c['worst']:.4f}{paper}")
@@ -666,8 +681,9 @@ def build_parser():
                    help="learn the wrenches, or the wrenches per unit depth (w / |d|; default: the job's, else wrench)")
     t.add_argument("--kernel", choices=list(KERNELS),
                    help="the RBF's kernel (default: the job's, else thin_plate_spline)")
-    t.add_argument("--smoothing", type=_number(0, 1e6),
-                   help="the RBF's smoothing, added to its kernel matrix's diagonal (default: the job's, else 0)")
+    t.add_argument("--smoothing", type=_smoothing,
+                   help="the RBF's smoothing, added to its kernel matrix's diagonal, or 'noise': as much as "
+                        "the data's bed-to-bed noise allows (default: the job's, else 0)")
     t.add_argument("--cv", type=_number(0, 1000, kind=int), help="K-fold cross-validation of all regressors")
     t.add_argument("--figures", help="directory for the figures")
     t.add_argument("--json", action="store_true", help="print one JSON object")

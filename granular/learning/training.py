@@ -30,15 +30,18 @@ from granular.learning.linear import KERNELS
 
 #: The RBF kernels a job may name (``kernel``; :data:`~granular.learning.linear.KERNELS`).
 RBFKernel = Literal[tuple(KERNELS)]
+#: ``smoothing = "noise"``: the RBF's smoothing chosen from the data's own noise (:func:`noise_smoothing`).
+NOISE = "noise"
 
 log = logging.getLogger(__name__)
 
 
 def cross_validate(ds: wd.WrenchDataset, names=tuple(REGRESSORS), folds: int = 5, seed: int = 0,
                    progress: bool = False, target: str = "wrench", kernel: str | None = None,
-                   smoothing: float = 0.0) -> dict:
+                   smoothing: float | str = 0.0) -> dict:
     """K-fold CV over configurations: {regressor: {rel_rmse, rel_rmse_fx, rel_rmse_fz, rel_rmse_tau}}.
-    ``kernel``, ``smoothing``: the RBF's (its defaults where None, 0).
+    ``kernel``, ``smoothing``: the RBF's (its defaults where None, 0); smoothing :data:`NOISE` is
+    chosen again in every fold from the fold's own training data, so that the held-out cells play no part.
 
     Errors are ‖predicted − measured‖ / ‖measured‖ over every held-out valid
     sample, per axis and overall; overall, force and torque are first divided
@@ -56,8 +59,9 @@ def cross_validate(ds: wd.WrenchDataset, names=tuple(REGRESSORS), folds: int = 5
         err = np.zeros(3)
         ref = np.zeros(3)
         for test in splits:
-            train = np.setdiff1d(np.arange(ds.n), test)
-            fold = wm.fit(ds.subset(train), name, target, **_params(name, kernel, smoothing))
+            train = ds.subset(np.setdiff1d(np.arange(ds.n), test))
+            lam = noise_smoothing(train, target, kernel) if smoothing == NOISE and name == "rbf" else smoothing
+            fold = wm.fit(train, name, target, **_params(name, kernel, lam))
             fold._warned = True  # held-out configurations past a fold's data are expected: no warning
             pred = fold.points(ds.configs[test])
             ok = ds.valid[test]
@@ -94,6 +98,40 @@ def cv_noise_floor(ds: wd.WrenchDataset) -> dict | None:
     noise = np.where(several, s2 / np.maximum(n, 1), rho2 * w2)
     return {"floor": float(np.sqrt(noise[ok].sum() / w2[ok].sum())), "single_bed_spread": float(np.sqrt(rho2)),
             "samples_with_spread": int(several.sum()), "samples": int(ok.sum())}
+
+
+def fit_residual(ds: wd.WrenchDataset, target: str = "wrench", kernel: str | None = None,
+                 smoothing: float = 0.0) -> float:
+    """How far the RBF model fitted to ``ds`` misses its own samples below the surface: the relative
+    RMS error of :func:`cross_validate` (per-axis scale), on the training data themselves."""
+    model = wm.fit(ds, "rbf", target, **_params("rbf", kernel, smoothing))
+    below = ds.configs[:, 0] < 0
+    ok, scale = ds.valid[below], wm.wrench_scale(ds)
+    miss = (((model.points(ds.configs[below]) - ds.wrenches[below]) / scale) ** 2)[ok].sum()
+    return float(np.sqrt(miss / ((ds.wrenches[below] / scale) ** 2)[ok].sum()))
+
+
+def noise_smoothing(ds: wd.WrenchDataset, target: str = "wrench", kernel: str | None = None) -> float:
+    """The RBF's smoothing by Morozov's discrepancy principle: the largest λ at which the fitted model
+    misses its own samples by no more than the data's bed-to-bed noise (:func:`cv_noise_floor`).
+
+    An interpolant (λ = 0) passes through every sample, noise and all, and carries each bed's noise
+    into its neighbours; a model that misses its samples by more than their noise discards what the
+    data resolve. The residual grows with λ, so λ is found by bisection (in log λ, to 1 %)."""
+    floor = cv_noise_floor(ds)
+    if floor is None:
+        raise GranularError(f"smoothing {NOISE!r} needs the data's bed-to-bed noise: {ds.medium!r} has no "
+                            "configuration measured in two beds or more (granular merge --average)")
+    miss = lambda lam: fit_residual(ds, target, kernel, lam)  # noqa: E731
+    lo, hi = 1e-6, 1e3
+    if miss(lo) > floor["floor"]:
+        return 0.0
+    if miss(hi) <= floor["floor"]:
+        return hi
+    while hi / lo > 1.01:
+        mid = np.sqrt(lo * hi)
+        lo, hi = (mid, hi) if miss(mid) <= floor["floor"] else (lo, mid)
+    return float(lo)
 
 
 def _params(regressor: str, kernel: str | None, smoothing: float) -> dict:
@@ -174,7 +212,7 @@ class Job:
     plot_thetas: list = field(default_factory=list)
     target: str = "wrench"
     kernel: str | None = None
-    smoothing: float = 0.0
+    smoothing: float | str = 0.0  # a number, or NOISE
 
 
 class JobFile(Schema):
@@ -189,7 +227,8 @@ class JobFile(Schema):
     plot_thetas: tuple[tuple[Finite, Finite], ...] = ()
     target: Literal["wrench", "per-depth"] = "wrench"  # wm.TARGETS
     kernel: RBFKernel | None = None  # the RBF's; None: its default
-    smoothing: Annotated[float, Meta(ge=0, le=1e6)] = 0.0  # the RBF's: 0 interpolates the data
+    # the RBF's: 0 interpolates the data; "noise" takes it from the data's own noise (noise_smoothing)
+    smoothing: Annotated[float, Meta(ge=0, le=1e6)] | Literal["noise"] = 0.0
 
 
 def load_job(path) -> Job:
@@ -210,14 +249,15 @@ def run_job(job: Job, progress: bool = False):
              ds.source, ds.n, ds.m)
     result = {"model": str(job.out), "dataset": str(job.dataset), "regressor": job.regressor, "medium": ds.medium,
               "target": job.target}
-    rbf = regressors.make("rbf", **_params("rbf", job.kernel, job.smoothing))
-    result["rbf"] = {"kernel": rbf.kernel, "smoothing": rbf.smoothing}
+    smoothing = noise_smoothing(ds, job.target, job.kernel) if job.smoothing == NOISE else job.smoothing
+    rbf = regressors.make("rbf", **_params("rbf", job.kernel, smoothing))
+    result["rbf"] = {"kernel": rbf.kernel, "smoothing": rbf.smoothing, "smoothing_from_noise": job.smoothing == NOISE}
     if job.cv:
         result["cv"] = cross_validate(ds, tuple(REGRESSORS), job.cv, progress=progress, target=job.target,
                                       kernel=job.kernel, smoothing=job.smoothing)
         if (floor := cv_noise_floor(ds)) is not None:
             result["cv_noise_floor"] = floor
-    model = wm.fit(ds, job.regressor, job.target, **_params(job.regressor, job.kernel, job.smoothing))
+    model = wm.fit(ds, job.regressor, job.target, **_params(job.regressor, job.kernel, smoothing))
     concavity = concavity_table(ds)
     result["concavity"] = {k: v for k, v in concavity.items() if k != "per_config"}
     result["non_associativity"] = flow_mismatch_table(ds)
