@@ -69,7 +69,7 @@ def test_synth_terramechanics_and_58_directions(tmp_path):
     (["inspect", "missing.h5"], "no such file"),
     (["train", "missing.h5", "--out", "m.h5"], "no such file"),
     (["train", "data/sand.h5"], "needs --out"),
-    (["train", "data/sand.h5", "--out", "m.h5", "--smoothing", "lots"], "expected a number or 'noise', got 'lots'"),
+    (["train", "data/sand.h5", "--out", "m.h5", "--smoothing", "lots"], "expected a number, got 'lots' (or 'noise')"),
     (["train", "data/sand.h5", "--out", "m.h5", "--smoothing", "noise"], "no configuration measured in two beds"),
 ])
 def test_bad_input_is_one_clear_line(args, message, tmp_path):

@@ -139,7 +139,7 @@ def test_a_job_learns_with_the_rbf_kernel_it_names(sand, tmp_path):
         training.load_job(job)
 
 
-def test_smoothing_from_the_data_noise_misses_the_samples_by_that_noise(sand, tmp_path):
+def test_smoothing_from_the_data_noise_misses_the_samples_by_that_noise(sand, tmp_path, monkeypatch):
     """``smoothing = "noise"`` (discrepancy principle): the largest λ whose model misses its own samples
     by no more than the data's noise floor; more noise, more smoothing; a job and its folds use it;
     data without bed-to-bed noise are refused with a message that says why."""
@@ -171,8 +171,20 @@ def test_smoothing_from_the_data_noise_misses_the_samples_by_that_noise(sand, tm
     assert result["rbf"] == {"kernel": "thin_plate_spline", "smoothing": pytest.approx(lams[1]),
                              "smoothing_from_noise": True}
     assert wm.load(tmp_path / "m.h5").params["group0"]["smoothing"] == pytest.approx(lams[1])
-    fixed = training.cross_validate(noisy(0.2), names=("rbf",), folds=3, smoothing=lams[1])["rbf"]["rel_rmse"]
-    assert result["cv"]["rbf"]["rel_rmse"] != pytest.approx(fixed, rel=1e-9), "each fold chooses its own λ"
+    assert wm.load(tmp_path / "m.h5").info["rbf"]["smoothing_from_noise"]
+    chosen, choose = [], training.noise_smoothing
+
+    def spy(ds, *args):
+        chosen.append((ds.n, choose(ds, *args)))
+        return chosen[-1][1]
+
+    monkeypatch.setattr(training, "noise_smoothing", spy)
+    training.cross_validate(noisy(0.2), names=("rbf", "svr"), folds=3, smoothing="noise")
+    assert len(chosen) == 3 and all(n < sand.n for n, _ in chosen), "each fold chooses λ from its own data, once"
+    assert all(lam != pytest.approx(lams[1], rel=0.02) for _, lam in chosen)
+    job.write_text("dataset = 'noisy.h5'\nout = 'm.h5'\nregressor = 'gp'\nsmoothing = 'noise'\n")
+    with pytest.raises(GranularError, match="neither fits an RBF nor cross-validates one"):
+        training.run_job(training.load_job(job))
     job.write_text("dataset = 'noisy.h5'\nout = 'm.h5'\nsmoothing = 'lots'\n")
     with pytest.raises(GranularError, match="smoothing"):
         training.load_job(job)

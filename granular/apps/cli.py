@@ -66,10 +66,9 @@ def _smoothing(text: str):
     if text == "noise":
         return text
     try:
-        float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number or 'noise', got {text!r}") from None
-    return _number(0, 1e6)(text)
+        return _number(0, 1e6)(text)
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"{exc} (or 'noise')") from None
 
 
 def _floats(low=-1e12, high=1e12):
@@ -278,7 +277,7 @@ def cmd_train(args):
             _say(f"  the data's own noise alone would score {f['floor']:.4f} (bed-to-bed spread: "
                  f"{f['single_bed_spread']:.2f} of the wrench for one bed, from {f['samples_with_spread']} of "
                  f"{f['samples']} samples measured in ≥ 2 beds)")
-        if r["rbf"]["smoothing_from_noise"]:
+        if r["rbf"]["smoothing_from_noise"] and r["regressor"] == "rbf":
             _say(f"RBF smoothing {r['rbf']['smoothing']:.3g}: the model misses its own samples by the data's "
                  f"bed-to-bed noise, no more (discrepancy principle)")
         c = r["concavity"]
@@ -683,7 +682,8 @@ def build_parser():
                    help="the RBF's kernel (default: the job's, else thin_plate_spline)")
     t.add_argument("--smoothing", type=_smoothing,
                    help="the RBF's smoothing, added to its kernel matrix's diagonal, or 'noise': as much as "
-                        "the data's bed-to-bed noise allows (default: the job's, else 0)")
+                        "the data's bed-to-bed noise allows (data of several beds, granular merge --average; "
+                        "chosen again in every --cv fold) (default: the job's, else 0)")
     t.add_argument("--cv", type=_number(0, 1000, kind=int), help="K-fold cross-validation of all regressors")
     t.add_argument("--figures", help="directory for the figures")
     t.add_argument("--json", action="store_true", help="print one JSON object")

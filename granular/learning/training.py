@@ -41,7 +41,8 @@ def cross_validate(ds: wd.WrenchDataset, names=tuple(REGRESSORS), folds: int = 5
                    smoothing: float | str = 0.0) -> dict:
     """K-fold CV over configurations: {regressor: {rel_rmse, rel_rmse_fx, rel_rmse_fz, rel_rmse_tau}}.
     ``kernel``, ``smoothing``: the RBF's (its defaults where None, 0); smoothing :data:`NOISE` is
-    chosen again in every fold from the fold's own training data, so that the held-out cells play no part.
+    chosen again in every fold from the fold's own training data (its noise floor; the whole data's
+    where the fold holds no sample measured in two beds), so that the held-out cells play no part.
 
     Errors are ‖predicted − measured‖ / ‖measured‖ over every held-out valid
     sample, per axis and overall; overall, force and torque are first divided
@@ -53,6 +54,7 @@ def cross_validate(ds: wd.WrenchDataset, names=tuple(REGRESSORS), folds: int = 5
     order = np.random.default_rng(seed).permutation(below)
     splits = np.array_split(order, folds)
     scale = wm.wrench_scale(ds)
+    floor = _floor(ds) if smoothing == NOISE and "rbf" in names else None  # a fold without spread takes the data's
     results = {}
     bar = tqdm(total=len(names) * folds, desc="cross-validation", disable=None if progress else True)
     for name in names:
@@ -60,13 +62,11 @@ def cross_validate(ds: wd.WrenchDataset, names=tuple(REGRESSORS), folds: int = 5
         ref = np.zeros(3)
         for test in splits:
             train = ds.subset(np.setdiff1d(np.arange(ds.n), test))
-            lam = noise_smoothing(train, target, kernel) if smoothing == NOISE and name == "rbf" else smoothing
+            lam = noise_smoothing(train, target, kernel, floor) if smoothing == NOISE and name == "rbf" else smoothing
             fold = wm.fit(train, name, target, **_params(name, kernel, lam))
             fold._warned = True  # held-out configurations past a fold's data are expected: no warning
-            pred = fold.points(ds.configs[test])
-            ok = ds.valid[test]
-            err += (((pred - ds.wrenches[test]) / scale) ** 2)[ok].sum(axis=0)
-            ref += ((ds.wrenches[test] / scale) ** 2)[ok].sum(axis=0)
+            e, r = _squares(fold.points(ds.configs[test]), ds.wrenches[test], ds.valid[test], scale)
+            err, ref = err + e, ref + r
             bar.update()
         per_axis = np.sqrt(err / np.maximum(ref, 1e-300))
         results[name] = {"rel_rmse": float(np.sqrt(err.sum() / ref.sum())),
@@ -100,43 +100,68 @@ def cv_noise_floor(ds: wd.WrenchDataset) -> dict | None:
             "samples_with_spread": int(several.sum()), "samples": int(ok.sum())}
 
 
+def _squares(pred, wrenches, valid, scale):
+    """Per axis, the summed squares of the scaled error and of the scaled measurement over the valid samples."""
+    return ((((pred - wrenches) / scale) ** 2)[valid].sum(axis=0), ((wrenches / scale) ** 2)[valid].sum(axis=0))
+
+
 def fit_residual(ds: wd.WrenchDataset, target: str = "wrench", kernel: str | None = None,
                  smoothing: float = 0.0) -> float:
     """How far the RBF model fitted to ``ds`` misses its own samples below the surface: the relative
-    RMS error of :func:`cross_validate` (per-axis scale), on the training data themselves."""
+    RMS error of :func:`cross_validate`, on the training data themselves. Against the samples as
+    measured, not their mirror average, like the noise floor: at φ = 0 a sample's left-right
+    asymmetry is bed noise too (0.009 of the Beads' 0.142)."""
     model = wm.fit(ds, "rbf", target, **_params("rbf", kernel, smoothing))
     below = ds.configs[:, 0] < 0
-    ok, scale = ds.valid[below], wm.wrench_scale(ds)
-    miss = (((model.points(ds.configs[below]) - ds.wrenches[below]) / scale) ** 2)[ok].sum()
-    return float(np.sqrt(miss / ((ds.wrenches[below] / scale) ** 2)[ok].sum()))
+    err, ref = _squares(model.points(ds.configs[below]), ds.wrenches[below], ds.valid[below], wm.wrench_scale(ds))
+    return float(np.sqrt(err.sum() / ref.sum()))
 
 
-def noise_smoothing(ds: wd.WrenchDataset, target: str = "wrench", kernel: str | None = None) -> float:
-    """The RBF's smoothing by Morozov's discrepancy principle: the largest λ at which the fitted model
-    misses its own samples by no more than the data's bed-to-bed noise (:func:`cv_noise_floor`).
+def _floor(ds: wd.WrenchDataset) -> float:
+    floor = cv_noise_floor(ds)
+    if floor is None:
+        raise GranularError(f"smoothing {NOISE!r} needs the data's bed-to-bed noise, and {ds.medium!r} has none: "
+                            "no configuration measured in two beds or more with a spread "
+                            "(granular merge --average joins beds of one grid)")
+    return floor["floor"]
+
+
+#: Where :func:`noise_smoothing` looks for λ.
+SMOOTHING_RANGE = (1e-6, 1e6)
+
+
+def noise_smoothing(ds: wd.WrenchDataset, target: str = "wrench", kernel: str | None = None,
+                    fallback: float | None = None) -> float:
+    """The RBF's smoothing by Morozov's discrepancy principle: λ at which the fitted model misses its
+    own samples (:func:`fit_residual`) by the data's bed-to-bed noise (:func:`cv_noise_floor`), no more.
 
     An interpolant (λ = 0) passes through every sample, noise and all, and carries each bed's noise
     into its neighbours; a model that misses its samples by more than their noise discards what the
-    data resolve. The residual grows with λ, so λ is found by bisection (in log λ, to 1 %)."""
+    data resolve. The residual is taken to grow with λ (it does for the shipped data; were it not
+    monotone, the λ returned still meets the bound, though it may not be the largest that does):
+    bisection in log λ over :data:`SMOOTHING_RANGE`, to 1 %. ``fallback``: the floor to use where
+    ``ds`` has none (a cross-validation fold that holds no sample measured in two beds)."""
     floor = cv_noise_floor(ds)
-    if floor is None:
-        raise GranularError(f"smoothing {NOISE!r} needs the data's bed-to-bed noise: {ds.medium!r} has no "
-                            "configuration measured in two beds or more (granular merge --average)")
+    bound = floor["floor"] if floor is not None else (_floor(ds) if fallback is None else fallback)
     miss = lambda lam: fit_residual(ds, target, kernel, lam)  # noqa: E731
-    lo, hi = 1e-6, 1e3
-    if miss(lo) > floor["floor"]:
+    lo, hi = SMOOTHING_RANGE
+    if miss(lo) > bound:
+        log.warning("smoothing %r: the interpolant already misses the %r samples by more than their noise "
+                    "(%.4f): smoothing 0", NOISE, ds.medium, bound)
         return 0.0
-    if miss(hi) <= floor["floor"]:
+    if miss(hi) <= bound:
+        log.warning("smoothing %r: even λ = %g misses the %r samples by less than their noise (%.4f): taking it",
+                    NOISE, hi, ds.medium, bound)
         return hi
     while hi / lo > 1.01:
         mid = np.sqrt(lo * hi)
-        lo, hi = (mid, hi) if miss(mid) <= floor["floor"] else (lo, mid)
+        lo, hi = (mid, hi) if miss(mid) <= bound else (lo, mid)
     return float(lo)
 
 
-def _params(regressor: str, kernel: str | None, smoothing: float) -> dict:
-    """A regressor's constructor arguments for a job: kernel and smoothing go to the RBF only, and
-    only where the job names them (else the RBF's defaults)."""
+def _params(regressor: str, kernel: str | None, smoothing: float | str) -> dict:
+    """A regressor's constructor arguments for a job: kernel and smoothing (a number here) go to the
+    RBF only, and only where the job names them (else the RBF's defaults)."""
     params = {}
     if regressor == "rbf" and kernel:
         params["kernel"] = kernel
@@ -212,7 +237,7 @@ class Job:
     plot_thetas: list = field(default_factory=list)
     target: str = "wrench"
     kernel: str | None = None
-    smoothing: float | str = 0.0  # a number, or NOISE
+    smoothing: float | Literal["noise"] = 0.0  # a number, or NOISE
 
 
 class JobFile(Schema):
@@ -233,7 +258,7 @@ class JobFile(Schema):
 
 def load_job(path) -> Job:
     path = Path(path)
-    spec = load(path, JobFile, "training job")
+    spec = load(path, JobFile, "training job", choices={"smoothing": ("a number from 0 to 1e6", repr(NOISE))})
     where = lambda p: None if p is None else (path.parent / p).resolve()  # noqa: E731
     return Job(dataset=where(spec.dataset), out=where(spec.out), regressor=spec.regressor, cv=spec.cv,
                figures=where(spec.figures), fixed_normals=list(spec.fixed_normals),
@@ -249,9 +274,14 @@ def run_job(job: Job, progress: bool = False):
              ds.source, ds.n, ds.m)
     result = {"model": str(job.out), "dataset": str(job.dataset), "regressor": job.regressor, "medium": ds.medium,
               "target": job.target}
-    smoothing = noise_smoothing(ds, job.target, job.kernel) if job.smoothing == NOISE else job.smoothing
-    rbf = regressors.make("rbf", **_params("rbf", job.kernel, smoothing))
-    result["rbf"] = {"kernel": rbf.kernel, "smoothing": rbf.smoothing, "smoothing_from_noise": job.smoothing == NOISE}
+    from_noise = job.smoothing == NOISE
+    if from_noise and job.regressor != "rbf" and not job.cv:
+        raise GranularError(f"smoothing {NOISE!r} is the RBF's, and this job neither fits an RBF nor "
+                            f"cross-validates one (regressor {job.regressor!r}, cv 0)")
+    smoothing = noise_smoothing(ds, job.target, job.kernel) if from_noise and job.regressor == "rbf" else job.smoothing
+    rbf = regressors.make("rbf", **_params("rbf", job.kernel, 0.0 if smoothing == NOISE else smoothing))
+    result["rbf"] = {"kernel": rbf.kernel, "smoothing": None if smoothing == NOISE else rbf.smoothing,
+                     "smoothing_from_noise": from_noise}
     if job.cv:
         result["cv"] = cross_validate(ds, tuple(REGRESSORS), job.cv, progress=progress, target=job.target,
                                       kernel=job.kernel, smoothing=job.smoothing)
@@ -262,7 +292,7 @@ def run_job(job: Job, progress: bool = False):
     result["concavity"] = {k: v for k, v in concavity.items() if k != "per_config"}
     result["non_associativity"] = flow_mismatch_table(ds)
     result["fixed_normals"] = fixed_normal_errors(model, tuple(job.fixed_normals))
-    model.info = {k: result[k] for k in ("cv", "cv_noise_floor", "concavity", "non_associativity", "fixed_normals")
-                  if k in result}
+    model.info = {k: result[k] for k in ("rbf", "cv", "cv_noise_floor", "concavity", "non_associativity",
+                                         "fixed_normals") if k in result}
     wm.save(model, job.out)
     return result, model, concavity
