@@ -136,6 +136,17 @@ def test_shipped_held_out_set_scores_the_beads_model(tmp_path, capsys):
     assert len(result["runs"]) == 10 and len(list(tmp_path.glob("validate_*.png"))) == 5
 
 
+def test_beads_model_under_data_flow_beats_direct_rft_within_the_dem_spread(capsys):
+    """Issue 16's bar, replayed: the shipped Beads model under data-flow is closer to the held-out DEM
+    beds than direct RFT with its one fitted constant, and than a DEM bed is to the others' mean."""
+    runs = sorted(str(p) for p in HELD_OUT.glob("*.csv"))
+    assert main(["validate", "beads", *runs, "--calibrate", str(HELD_OUT / "tilted-plunge_s1.csv"),
+                 "--contact", "data-flow", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["mean"]["model"] < result["mean"]["rft"]
+    assert result["mean"]["model"] < result["spread"]["mean"]
+
+
 def test_sim_tracks_the_recorded_path_and_is_scored(tmp_path):
     """--sim: the scenario's foot PID-tracks the run's path in the simulator (paper Figs. 7-8)."""
     model = load_model("sand")
