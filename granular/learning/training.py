@@ -110,7 +110,7 @@ def fit_residual(ds: wd.WrenchDataset, target: str = "wrench", kernel: str | Non
     """How far the RBF model fitted to ``ds`` misses its own samples below the surface: the relative
     RMS error of :func:`cross_validate`, on the training data themselves. Against the samples as
     measured, not their mirror average, like the noise floor: at φ = 0 a sample's left-right
-    asymmetry is bed noise too (0.009 of the Beads' 0.142)."""
+    asymmetry is bed noise too (on the Beads, 0.009 of the residual at λ = 0)."""
     model = wm.fit(ds, "rbf", target, **_params("rbf", kernel, smoothing))
     below = ds.configs[:, 0] < 0
     err, ref = _squares(model.points(ds.configs[below]), ds.wrenches[below], ds.valid[below], wm.wrench_scale(ds))
@@ -118,6 +118,7 @@ def fit_residual(ds: wd.WrenchDataset, target: str = "wrench", kernel: str | Non
 
 
 def _floor(ds: wd.WrenchDataset) -> float:
+    """The noise floor of :func:`cv_noise_floor`, or an error saying why smoothing by it is impossible."""
     floor = cv_noise_floor(ds)
     if floor is None:
         raise GranularError(f"smoothing {NOISE!r} needs the data's bed-to-bed noise, and {ds.medium!r} has none: "
