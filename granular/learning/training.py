@@ -117,14 +117,17 @@ def fit_residual(ds: wd.WrenchDataset, target: str = "wrench", kernel: str | Non
     return float(np.sqrt(err.sum() / ref.sum()))
 
 
-def _floor(ds: wd.WrenchDataset) -> float:
-    """The noise floor of :func:`cv_noise_floor`, or an error saying why smoothing by it is impossible."""
+def _floor(ds: wd.WrenchDataset, fallback: float | None = None) -> float:
+    """The noise floor of :func:`cv_noise_floor`, else ``fallback``, else an error saying why smoothing
+    by it is impossible."""
     floor = cv_noise_floor(ds)
-    if floor is None:
+    if floor is not None:
+        return floor["floor"]
+    if fallback is None:
         raise GranularError(f"smoothing {NOISE!r} needs the data's bed-to-bed noise, and {ds.medium!r} has none: "
                             "no configuration measured in two beds or more with a spread "
                             "(granular merge --average joins beds of one grid)")
-    return floor["floor"]
+    return fallback
 
 
 #: Where :func:`noise_smoothing` looks for λ.
@@ -142,8 +145,7 @@ def noise_smoothing(ds: wd.WrenchDataset, target: str = "wrench", kernel: str | 
     monotone, the λ returned still meets the bound, though it may not be the largest that does):
     bisection in log λ over :data:`SMOOTHING_RANGE`, to 1 %. ``fallback``: the floor to use where
     ``ds`` has none (a cross-validation fold that holds no sample measured in two beds)."""
-    floor = cv_noise_floor(ds)
-    bound = floor["floor"] if floor is not None else (_floor(ds) if fallback is None else fallback)
+    bound = _floor(ds, fallback)
     miss = lambda lam: fit_residual(ds, target, kernel, lam)  # noqa: E731
     lo, hi = SMOOTHING_RANGE
     if miss(lo) > bound:
@@ -160,7 +162,7 @@ def noise_smoothing(ds: wd.WrenchDataset, target: str = "wrench", kernel: str | 
     return float(lo)
 
 
-def _params(regressor: str, kernel: str | None, smoothing: float | str) -> dict:
+def _params(regressor: str, kernel: str | None, smoothing: float | str | None) -> dict:
     """A regressor's constructor arguments for a job: kernel and smoothing (a number here) go to the
     RBF only, and only where the job names them (else the RBF's defaults)."""
     params = {}
@@ -279,9 +281,11 @@ def run_job(job: Job, progress: bool = False):
     if from_noise and job.regressor != "rbf" and not job.cv:
         raise GranularError(f"smoothing {NOISE!r} is the RBF's, and this job neither fits an RBF nor "
                             f"cross-validates one (regressor {job.regressor!r}, cv 0)")
-    smoothing = noise_smoothing(ds, job.target, job.kernel) if from_noise and job.regressor == "rbf" else job.smoothing
-    rbf = regressors.make("rbf", **_params("rbf", job.kernel, 0.0 if smoothing == NOISE else smoothing))
-    result["rbf"] = {"kernel": rbf.kernel, "smoothing": None if smoothing == NOISE else rbf.smoothing,
+    smoothing = job.smoothing
+    if from_noise:  # an RBF model's own λ; a GP or SVR job's RBF folds choose theirs
+        smoothing = noise_smoothing(ds, job.target, job.kernel) if job.regressor == "rbf" else None
+    rbf = regressors.make("rbf", **_params("rbf", job.kernel, smoothing))
+    result["rbf"] = {"kernel": rbf.kernel, "smoothing": None if smoothing is None else rbf.smoothing,
                      "smoothing_from_noise": from_noise}
     if job.cv:
         result["cv"] = cross_validate(ds, tuple(REGRESSORS), job.cv, progress=progress, target=job.target,
