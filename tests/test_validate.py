@@ -157,6 +157,22 @@ def test_sim_tracks_the_recorded_path_and_is_scored(tmp_path):
     row = result["runs"]["own"]
     assert row["sim"]["tracking_rms_m"] < 0.01
     assert np.isfinite(row["sim"]["mean"]) and row["sim"]["fz"] < 1.0
+    assert row["sim"]["fallback_steps"] == 0
+
+
+def test_sim_separates_the_step_from_the_tracker(tmp_path):
+    """Under data-flow the step gives the law's own wrench wherever the simulated foot is: against the
+    law replayed at the simulated foot's pose and twist it is exact (0.008), so all of its error
+    against the run (0.29 here) is the PID's lag (8 mm)."""
+    model = load_model("sand")
+    t, pose, twist = plunge_and_drag()
+    traj = val.Trajectory("x", "x", 1, t, pose, twist, np.zeros((len(t), 3)))
+    path = write_run(tmp_path, "own", t, pose, twist, val.replay(model, traj, "data-flow"))
+    result, _ = val.validate(model, [val.read(path, cutoff=900.0)], sim="foot-track-straight", medium="sand",
+                             law="data-flow")
+    sim = result["runs"]["own"]["sim"]
+    assert sim["step_vs_replay"] < 0.03 < 0.2 < sim["mean"]
+    assert sim["fallback_steps"] == 0
 
 
 @pytest.mark.parametrize("source,message", [("rft:gravel", "name a medium (sand, pebbles)"),
