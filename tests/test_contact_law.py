@@ -14,7 +14,7 @@ from granular.learning import model as wm
 from granular.learning.catalog import load_model
 from granular.scenarios import scenario as scenarios
 from granular.scenarios import validation
-from granular.wrench.flow import DirectionMap, foot_pose, interpolate, leading_fractions
+from granular.wrench.flow import DirectionMap, dissipative_into, foot_pose, interpolate, leading_fractions
 
 VALIDATION = Path(__file__).resolve().parent.parent / "data" / "validation"
 
@@ -113,6 +113,49 @@ def test_interpolant_derivative_matches_differences():
                                  - interpolate(dmap.directions, Q, x - eps * e, *theta, dmap.geometry)[0]) / (2 * eps)
                                 for e in np.eye(3)])
         np.testing.assert_allclose(dw, diff, rtol=1e-5, atol=1e-6 * np.abs(Q).max())
+
+
+def test_a_wrench_that_would_do_work_becomes_the_nearest_that_does_none():
+    """dissipative_into: a dissipating wrench is left alone; a working one loses exactly its work
+    (w·v = 0 after), moving along S⁻² v; its derivative, which Newton's method uses, matches
+    differences of the whole map w(v) ↦ its dissipative part."""
+    S = np.asarray(SCALE)
+    rng = np.random.default_rng(4)
+    A = rng.normal(size=(3, 3))                        # a linear map w(v) = A v + b, dw/dv = A
+    b = rng.normal(size=3)
+
+    def part(v):
+        w, dw = A @ v + b, A.copy()
+        changed = dissipative_into(v, S, w, dw)
+        return w, dw, changed
+
+    seen = set()
+    for v in rng.normal(size=(40, 3)):
+        w, dw, changed = part(v)
+        seen.add(changed)
+        if not changed:
+            np.testing.assert_array_equal(w, A @ v + b)
+            assert (A @ v + b) @ v <= 0
+            continue
+        assert abs(w @ v) <= 1e-12 * np.abs(w).max() * np.abs(v).max()
+        step = (A @ v + b) - w
+        np.testing.assert_allclose(np.cross(step, v / S**2), 0.0, atol=1e-12 * np.abs(step).max())
+        eps = 1e-7
+        diff = np.column_stack([(part(v + eps * e)[0] - part(v - eps * e)[0]) / (2 * eps) for e in np.eye(3)])
+        np.testing.assert_allclose(dw, diff, rtol=1e-5, atol=1e-7)
+    assert seen == {True, False}
+
+
+def test_the_beads_model_never_replays_a_wrench_that_does_work():
+    """Along the held-out rotation the Beads model's interpolant, smoothed by the data's noise,
+    pulls the turning foot down where the DEM pushes it up (README, "How accurate is it"); on 24 %
+    of its samples that wrench would do work on the foot. The data-flow law takes the nearest that
+    does none, in replay as in the step."""
+    model = load_model("beads")
+    tr = validation.read(VALIDATION / "rotate_s1.csv")
+    w = model.flow(tr.pose[:, 1:], tr.twist)
+    power = np.einsum("ij,ij->i", w, twist_at(tr.twist, model.dataset.foot.r_offset * foot_axis(tr.pose[:, 2])))
+    assert power.max() <= 1e-9 * np.abs(w).max() and (power < -1.0).mean() > 0.5
 
 
 def test_direction_map_is_mirror_symmetric():

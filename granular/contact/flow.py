@@ -26,7 +26,7 @@ import numpy as np
 from granular.compiled import kernel
 
 from granular.contact.qp import ContactQP, block_excess, strictly_convex
-from granular.wrench.flow import TAILS, DirectionMap, coefficients, interpolate_into, solve
+from granular.wrench.flow import TAILS, DirectionMap, coefficients, dissipative_into, interpolate_into, solve
 
 LAWS = ("max-dissipation", "data-flow")
 #: The default: the paper's law. data-flow scores better on the held-out DEM set but does not yet
@@ -38,6 +38,10 @@ TOLERANCE = 1e-6
 #: Newton steps for the sliding feet's twists, and their tolerance relative to the twists' size.
 NEWTON_STEPS = 20
 NEWTON_TOLERANCE = 1e-10
+#: Work (J) contact impulses may do on the bodies in one step and count as none (round-off): a
+#: sliding foot's, whose data wrench does none by construction (wrench.flow.dissipative_into), and,
+#: with the grain term, all of them (simulation.step).
+WORK_TOLERANCE = 1e-10
 
 
 @dataclass
@@ -164,13 +168,13 @@ def data_flow(qp: ContactQP, c, sliding, points, theta, r_offset, dmap: Directio
 
 def _without_working(qp, c, sliding, power, points, theta, r_offset, dmap, solver, h, impulses, work):
     """(``impulses``, ``work``) if every sliding foot's wrench dissipates (``power`` ≤ 0 per sliding
-    foot), else the law again with the feet that would gain energy moved to the sticking set (None if
+    foot, up to :data:`WORK_TOLERANCE`), else the law again with the feet that would gain energy moved to the sticking set (None if
     none is left to follow the data)."""
     if impulses is None:
         return None
-    if (power <= 0.0).all():
+    if (power <= WORK_TOLERANCE).all():
         return impulses, work
-    keep = power <= 0.0
+    keep = power <= WORK_TOLERANCE
     if not keep.any():
         return None
     fewer = sliding.copy()
@@ -215,8 +219,8 @@ def slide_all(Jt, B, v_free, c, points, Kinv, U, geometry, size, theta, r_offset
 
 @kernel()
 def _flow(v, Q, G, U, theta, geometry):
-    """The data's wrenches (3k,) of k feet at twists v (3k,) at p_r, and their block-diagonal
-    derivative (3k, 3k)."""
+    """The data's wrenches (3k,) of k feet at twists v (3k,) at p_r (none doing work on its foot:
+    :func:`~granular.wrench.flow.dissipative_into`), and their block-diagonal derivative (3k, 3k)."""
     k = Q.shape[0]
     w = np.zeros(3 * k)
     dw = np.zeros((3 * k, 3 * k))
@@ -231,6 +235,7 @@ def _flow(v, Q, G, U, theta, geometry):
         for a in range(3):
             for b in range(3):
                 dw[o + a, o + b] = dx[a, 0] * G[f, 0, b] + dx[a, 1] * G[f, 1, b] + dx[a, 2] * G[f, 2, b]
+        dissipative_into(v[o:o + 3], geometry[:3], w[o:o + 3], dw[o:o + 3, o:o + 3])
     return w, dw
 
 

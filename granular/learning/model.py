@@ -28,9 +28,9 @@ import numpy as np
 
 from granular.data import dataset as wd
 from granular.wrench import polytopes as wrenchspace
-from granular.wrench.flow import DirectionMap, choose_tail
+from granular.wrench.flow import DirectionMap, choose_tail, dissipative_into
 from granular.errors import GranularError
-from granular.frames import MIRROR
+from granular.frames import MIRROR, foot_axis, twist_at
 from granular.io.h5io import atomic_h5, attr, read_h5
 from granular.learning.linear import KERNELS, depth_factor, mirror_average, support_of_mirror_average
 from granular.data.sampling import mirror_permutation
@@ -265,9 +265,17 @@ class WrenchSpaceModel:
 
     def flow(self, thetas, twists):
         """The data's wrench (k, 3) in F_r for twists (k, 3) of p_center in F_c: the recorded
-        direction → wrench map interpolated between the sampled directions; zero at rest or out of contact."""
-        x = np.asarray(twists, dtype=float).reshape(-1, 3) / self.dataset.velocity_scale
-        return self.direction_map.wrenches(self.points(thetas), thetas, x)
+        direction → wrench map interpolated between the sampled directions, less any part that would
+        do work on the foot (:func:`~granular.wrench.flow.dissipative_into`); zero at rest or out of
+        contact."""
+        twists = np.asarray(twists, dtype=float).reshape(-1, 3)
+        w = self.direction_map.wrenches(self.points(thetas), thetas, twists / self.dataset.velocity_scale)
+        phi = np.asarray(thetas, dtype=float).reshape(-1, 2)[:, 1]
+        twists_r = twist_at(twists, self.dataset.foot.r_offset * foot_axis(phi))
+        scale = np.asarray(self.dataset.velocity_scale, dtype=float)
+        for row, v in zip(w, twists_r):
+            dissipative_into(v, scale, row, np.zeros((3, 3)))
+        return w
 
     def halfspaces(self, thetas):
         """Exact W(θ) for each configuration: a list of (A, b) with A w ≤ b, unit rows, b ≥ 0."""

@@ -21,7 +21,7 @@ import numpy as np
 
 from granular.compiled import kernel, unchecked
 from granular.contact.detection import _detect
-from granular.contact.flow import ITERATIONS, TOLERANCE, flow_coefficients, newton, slide_all
+from granular.contact.flow import ITERATIONS, TOLERANCE, WORK_TOLERANCE, flow_coefficients, newton, slide_all
 from granular.contact.qp import (NATIVE_TOLERANCE, TREE_MIN_DOFS, dual_active_set, leaves_first_cholesky,
                                  leaves_first_solve, reduce_qp, reduce_small, stack_blocks, strictly_convex)
 from granular.dynamics.multibody import _dynamics, _frames
@@ -276,7 +276,7 @@ def _steps(q, v, t, steps, dt,
         A, ub, rows = _stacked(stacks, offsets, A_fixed.shape[0], b, dt, ub_all, rows_all)
         P, g, B, v_free = _reduce(M, Jt_on, Jp_on, Mg, v, impulse, dofs, starts)
         c, ok = _solve(P, g, A, ub, rows, warm)
-        if ok and grains and _work(c, Jt_on, v_free, B) > 1e-10:  # step.WORK_TOLERANCE
+        if ok and grains and _work(c, Jt_on, v_free, B) > WORK_TOLERANCE:
             P, g, B, v_free = _reduce(M, Jt_on, Jp_on, np.zeros(3 * nc), v, impulse, dofs, starts)
             c, ok = _solve(P, g, A, ub, rows, warm)
         if not ok:  # the caller takes this step by stages (its controller runs again)
@@ -412,9 +412,9 @@ def _follow_data(c, slipping, theta, on, W, Jt, B, v_free, P, g, A, ub, rows, r_
             return c, False, True
         if status == 0:
             return c, True, False
-        working = power > 0.0
+        working = power > WORK_TOLERANCE
         if not working.any():
-            if grains and _work(impulses, Jt, v_free, B) > 1e-10:  # step.WORK_TOLERANCE
+            if grains and _work(impulses, Jt, v_free, B) > WORK_TOLERANCE:
                 return c, True, False
             return impulses, False, False
         k = 0

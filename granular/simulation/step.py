@@ -17,7 +17,7 @@ import numpy as np
 
 from granular.contact.detection import ContactFrames, Feet, detect, leading
 from granular.contact import compliant
-from granular.contact.flow import DEFAULT_LAW, LAWS as QP_LAWS, data_flow
+from granular.contact.flow import DEFAULT_LAW, LAWS as QP_LAWS, WORK_TOLERANCE, data_flow
 from granular.contact.qp import ContactQP, SolverError, stack_blocks
 from granular.errors import GranularError
 from granular.frames import center_slip
@@ -28,8 +28,6 @@ from granular.dynamics.terrain import Terrain
 REPRESENTATIONS = ("exact", "fixed")
 #: The QP's laws (the learned W(θ)) and the compliant ones (closed-form penalty forces).
 LAWS = QP_LAWS + compliant.LAWS
-#: Work (J) the contact impulses may do on the bodies in one step before the grain term is dropped.
-WORK_TOLERANCE = 1e-10
 
 
 @dataclass(frozen=True)
