@@ -160,6 +160,18 @@ def test_sim_tracks_the_recorded_path_and_is_scored(tmp_path):
     assert row["sim"]["fallback_steps"] == 0
 
 
+def test_the_rig_tracks_the_dem_paths_the_papers_gains_trail():
+    """The DEM's paths run at 0.2 m/s, 14× the paper's: its PID gains trail them by 13–19 mm; the
+    rig's (25×) follow within ~1 mm, and the Beads model's simulated wrench then scores as replayed."""
+    model = load_model("beads")
+    run = [val.read(HELD_OUT / "diagonal_s1.csv")]
+    paper, _ = val.validate(model, run, sim="foot-track-straight", medium="beads", law="data-flow")
+    rig, _ = val.validate(model, run, sim="foot-track-rig", medium="beads", law="data-flow")
+    paper, rig = paper["runs"]["diagonal_s1"], rig["runs"]["diagonal_s1"]
+    assert paper["sim"]["tracking_rms_m"] > 0.01 > 0.002 > rig["sim"]["tracking_rms_m"]
+    assert abs(rig["sim"]["mean"] - rig["model"]["mean"]) < 0.02 < paper["sim"]["mean"] - paper["model"]["mean"]
+
+
 def test_sim_separates_the_step_from_the_tracker(tmp_path):
     """Under data-flow the step gives the law's own wrench wherever the simulated foot is: against the
     law replayed at the simulated foot's pose and twist it is exact (0.008), so all of its error

@@ -11,11 +11,13 @@ solvers for non-associated Coulomb friction do. The sliding feet's post-step twi
 v = a + h D w(v) (Newton's method, compiled; D their Delassus matrix), the sticking feet's
 impulses solve the QP with the sliding ones' held, alternating until the impulses settle.
 
-Energy: a sticking foot's impulse solves a QP whose origin is feasible, and a sliding foot's wrench
-is accepted only if it takes power out of the foot's post-step twist; a foot whose data wrench
-would not is solved with the sticking feet instead (the QP's answer with the others held). The
-step falls back to max-dissipation when Newton's method fails or no foot is left to follow the
-data (see :func:`granular.simulation.step.step` for the grain term's guard).
+Energy: a sticking foot's impulse solves a QP whose origin is feasible, and a sliding foot's
+wrench does no work on it: where the data's would, it is the nearest that does none
+(:func:`~granular.wrench.flow.dissipative_into`, inside Newton's method). A foot whose power at
+the post-step twist is still positive past round-off is solved with the sticking feet instead (the
+QP's answer with the others held). The step falls back to max-dissipation when Newton's method
+fails or no foot is left to follow the data (see :func:`granular.simulation.step.step` for the
+grain term's guard).
 """
 from __future__ import annotations
 
