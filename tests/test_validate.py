@@ -157,7 +157,6 @@ def test_sim_tracks_the_recorded_path_and_is_scored(tmp_path):
     row = result["runs"]["own"]
     assert row["sim"]["tracking_rms_m"] < 0.01
     assert np.isfinite(row["sim"]["mean"]) and row["sim"]["fz"] < 1.0
-    assert row["sim"]["fallback_steps"] == 0
 
 
 def test_the_rig_tracks_the_dem_paths_the_papers_gains_trail():
@@ -174,8 +173,8 @@ def test_the_rig_tracks_the_dem_paths_the_papers_gains_trail():
 
 def test_sim_separates_the_step_from_the_tracker(tmp_path):
     """Under data-flow the step gives the law's own wrench wherever the simulated foot is: against the
-    law replayed at the simulated foot's pose and twist it is exact (0.008), so all of its error
-    against the run (0.29 here) is the PID's lag (8 mm)."""
+    law replayed at the simulated foot's pose and twist it is off by 0.008 (the pose's differences
+    for a twist), so nearly all of its error against the run (0.29 here) is the PID's lag (8 mm)."""
     model = load_model("sand")
     t, pose, twist = plunge_and_drag()
     traj = val.Trajectory("x", "x", 1, t, pose, twist, np.zeros((len(t), 3)))

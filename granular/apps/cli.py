@@ -587,9 +587,9 @@ def cmd_validate(args):
             worst = max(sims, key=lambda n: sims[n]["step_vs_replay"])
             _say(f"  simulated foot's tracking error (RMS of p_center): "
                  f"{1e3 * max(s['tracking_rms_m'] for s in sims.values()):.1f} mm at worst")
-            _say("  its wrench against the law replayed at its own pose and twist (what the step adds; the rest "
-                 f"of sim's error is the tracking): {min(s['step_vs_replay'] for s in sims.values()):.3f} to "
-                 f"{sims[worst]['step_vs_replay']:.3f} ({worst})")
+            _say("  its wrench against the law replayed at its own pose and twist (step_vs_replay): "
+                 f"{min(s['step_vs_replay'] for s in sims.values()):.3f} to {sims[worst]['step_vs_replay']:.3f} "
+                 f"({worst})")
             fallback = sum(s["fallback_steps"] for s in sims.values())
             if r["contact"] == "data-flow" and fallback:
                 _say(f"  data-flow found no dissipative answer on {fallback} steps; they kept max-dissipation's")

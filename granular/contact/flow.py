@@ -13,10 +13,8 @@ impulses solve the QP with the sliding ones' held, alternating until the impulse
 
 Energy: a sticking foot's impulse solves a QP whose origin is feasible, and a sliding foot's
 wrench does no work on it: where the data's would, it is the nearest that does none
-(:func:`~granular.wrench.flow.dissipative_into`, inside Newton's method). A foot whose power at
-the post-step twist is still positive past round-off is solved with the sticking feet instead (the
-QP's answer with the others held). The step falls back to max-dissipation when Newton's method
-fails or no foot is left to follow the data (see :func:`granular.simulation.step.step` for the
+(:func:`~granular.wrench.flow.dissipative_into`, inside Newton's method). The step falls back to
+max-dissipation when Newton's method fails (see :func:`granular.simulation.step.step` for the
 grain term's guard).
 """
 from __future__ import annotations
@@ -40,9 +38,8 @@ TOLERANCE = 1e-6
 #: Newton steps for the sliding feet's twists, and their tolerance relative to the twists' size.
 NEWTON_STEPS = 20
 NEWTON_TOLERANCE = 1e-10
-#: Work (J) contact impulses may do on the bodies in one step and count as none (round-off): a
-#: sliding foot's, whose data wrench does none by construction (wrench.flow.dissipative_into), and,
-#: with the grain term, all of them (simulation.step).
+#: Work (J) the contact impulses may do on the bodies in one step and count as none (round-off):
+#: past it, with the grain term, the step drops the grains (simulation.step).
 WORK_TOLERANCE = 1e-10
 
 
@@ -125,18 +122,16 @@ def data_flow(qp: ContactQP, c, sliding, points, theta, r_offset, dmap: Directio
     ``r_offset`` (k,) their p_r offsets, and ``dmap`` the data's direction map. The sliding feet's
     twists solve v = a + h D flow(v) by Newton's method (a: their twists without their own
     impulses), alternating with the sticking feet's QP; when every foot slides that is one compiled
-    call, :func:`slide_all`. A foot whose data wrench would do work on it (the interpolant can
-    overshoot between directions) keeps max-dissipation: the law is solved again with it among the
-    sticking feet. Returns (impulses, work), work (J) the impulses do on the bodies at the velocity
-    they produce (the caller's guard on the grain term), or None when Newton's method fails (the
-    caller keeps max-dissipation).
+    call, :func:`slide_all`. No foot's wrench does work on it at the twist it solves for
+    (:func:`_flow`). Returns (impulses, work), work (J) the impulses do on the bodies at the
+    velocity they produce (the caller's guard on the grain term), or None when Newton's method
+    fails (the caller keeps max-dissipation).
     """
     U, Kinv, geometry, size = dmap.directions, dmap.kernel_inverse, dmap.geometry, TAILS[dmap.tail]
     if len(points) == len(sliding):  # every foot slides, the common case
-        impulses, converged, power = slide_all(qp.Jt, qp.B, qp.v_free, c, points, Kinv, U, geometry, size, theta,
-                                               r_offset, h)
-        return _without_working(qp, c, sliding, power, points, theta, r_offset, dmap, solver, h,
-                                impulses if converged else None, power.sum())
+        impulses, converged, work = slide_all(qp.Jt, qp.B, qp.v_free, c, points, Kinv, U, geometry, size, theta,
+                                              r_offset, h)
+        return (impulses, work) if converged else None
     Q, G = flow_coefficients(points, Kinv, U, geometry, size, theta, r_offset)
     slide3 = np.repeat(sliding, 3)
     sticky = ~sliding
@@ -162,26 +157,7 @@ def data_flow(qp: ContactQP, c, sliding, points, theta, r_offset, dmap: Directio
         current = new
         if settled:
             break
-    twist = (v_free + JB @ current).reshape(-1, 3)
-    power = np.einsum("ij,ij->i", current[slide3].reshape(-1, 3), twist)
-    return _without_working(qp, c, sliding, power, points, theta, r_offset, dmap, solver, h, current,
-                            qp.work(current))
-
-
-def _without_working(qp, c, sliding, power, points, theta, r_offset, dmap, solver, h, impulses, work):
-    """(``impulses``, ``work``) if every sliding foot's wrench dissipates (``power`` ≤ 0 per sliding
-    foot, up to :data:`WORK_TOLERANCE`), else the law again with the feet that would gain energy moved to the sticking set (None if
-    none is left to follow the data)."""
-    if impulses is None:
-        return None
-    if (power <= WORK_TOLERANCE).all():
-        return impulses, work
-    keep = power <= WORK_TOLERANCE
-    if not keep.any():
-        return None
-    fewer = sliding.copy()
-    fewer[np.flatnonzero(sliding)[~keep]] = False
-    return data_flow(qp, c, fewer, points[keep], theta[keep], r_offset[keep], dmap, solver, h)
+    return current, qp.work(current)
 
 
 @kernel("f8[:, :, ::1], f8[:, ::1], f8[:, ::1], f8[::1], i8, f8[:, ::1], f8[::1]")
@@ -195,10 +171,9 @@ def flow_coefficients(points, Kinv, U, geometry, size, theta, r_offset):
 @kernel("f8[:, ::1], f8[:, ::1], f8[::1], f8[::1], f8[:, :, ::1], f8[:, ::1], f8[:, ::1], f8[::1], i8, "
         "f8[:, ::1], f8[::1], f8")
 def slide_all(Jt, B, v_free, c, points, Kinv, U, geometry, size, theta, r_offset, h):
-    """(impulses, converged, power) of :func:`data_flow` when every foot in contact slides: Newton's
+    """(impulses, converged, work) of :func:`data_flow` when every foot in contact slides: Newton's
     method on v = a + h D flow(v) from the max-dissipation impulses ``c``, with D = J_t B the
-    Delassus matrix and a = J_t v_free; power (k,) is each foot's impulse · its twist after it
-    (J_t v⁺, so their sum is the impulses' work on the bodies)."""
+    Delassus matrix and a = J_t v_free; work (J) is the impulses' on the bodies, impulses · J_t v⁺."""
     n = Jt.shape[0]
     JB = np.zeros((n, n))
     a = np.zeros(n)
@@ -212,11 +187,10 @@ def slide_all(Jt, B, v_free, c, points, Kinv, U, geometry, size, theta, r_offset
     v, wrench, ok = newton(v, a, h * JB, Q, G, U, theta, geometry)
     impulses = h * wrench
     twist = a + _matvec(JB, impulses)
-    power = np.empty(n // 3)
-    for f in range(n // 3):
-        o = 3 * f
-        power[f] = impulses[o] * twist[o] + impulses[o + 1] * twist[o + 1] + impulses[o + 2] * twist[o + 2]
-    return impulses, ok, power
+    work = 0.0
+    for i in range(n):
+        work += impulses[i] * twist[i]
+    return impulses, ok, work
 
 
 @kernel()

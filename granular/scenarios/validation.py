@@ -169,8 +169,8 @@ def spread(trajs) -> dict:
 @dataclass(frozen=True)
 class Tracked:
     """A simulated foot along a recorded path, on the run's time base: its wrench (F_r), its own
-    pose and twist (p_center; the twist the pose's derivative), the RMS distance of p_center from
-    the path (m), the steps where data-flow kept max-dissipation, and the polytope it stepped with."""
+    pose and twist (of p_center), the RMS distance of p_center from the path (m), how many steps
+    data-flow kept max-dissipation's answer, and the polytope it stepped with."""
 
     wrench: np.ndarray
     trajectory: Trajectory
@@ -199,19 +199,20 @@ def simulate(medium: str, scenario_name: str, traj: Trajectory, law: str = DEFAU
                                 old.weight, old.ndof)
     sim.memory = sim.controller.initial_memory()
     steps = scenarios.check_size(spec)
-    t, w, q = np.empty(steps), np.empty((steps, 3)), np.empty((steps, 3))
+    t, w, q, v = np.empty(steps), np.empty((steps, 3)), np.empty((steps, 3)), np.empty((steps, 3))
     fallback = np.zeros(steps, dtype=bool)
 
     def record(s):
+        # a step's wrench comes from the pose it starts at (s.info) and the twist it ends with
+        # (the implicit step's v⁺, the foot's own coordinates being p_center and its tilt)
         i = s.steps - 1
-        t[i], w[i], fallback[i] = s.state.t, s.info.wrench[0], s.info.fallback
+        t[i], w[i], fallback[i], v[i] = s.state.t - spec.dt, s.info.wrench[0], s.info.fallback, s.state.v[:3]
         q[i] = *s.info.p_center[0], s.info.theta[0, 1]
 
     sim.rollout(steps, [record])
     on = traj.t - traj.t[0]
-    wrench = np.column_stack([np.interp(on, t, w[:, i]) for i in range(3)])
-    pose = np.column_stack([np.interp(on, t, q[:, i]) for i in range(3)])
-    own = replace(traj, pose=pose, twist=np.gradient(pose, on, axis=0), wrench=wrench)
+    wrench, pose, twist = (np.column_stack([np.interp(on, t, a[:, i]) for i in range(3)]) for a in (w, q, v))
+    own = replace(traj, pose=pose, twist=twist, wrench=wrench)
     tracking = float(np.sqrt(np.mean(np.sum((pose[:, :2] - traj.pose[:, :2]) ** 2, axis=1))))
     return Tracked(wrench, own, tracking, int(fallback.sum()), spec.representation)
 

@@ -385,11 +385,10 @@ def _follow_data(c, slipping, theta, on, W, Jt, B, v_free, P, g, A, ub, rows, r_
     """The data-flow law's impulses from max-dissipation's ``c`` (step._learned, contact.flow.data_flow):
     (impulses, fell back, by stages). A foot follows the data when it slips and is tilted within
     the data; if none does, ``c``. Every foot does: Newton's method (flow.slide_all). Some do:
-    Newton's method for them alternating with the others' QP (:func:`_alternate`). A foot whose data
-    wrench would do work on it is moved to the sticking feet and the law solved again; ``c``, falling
-    back, where Newton's method fails, where no foot is left to follow the data, or (with grains)
-    where the impulses would do work on the bodies. ``by stages`` where the sticking feet's QP
-    defeats the native solver: the caller takes the step by stages (DAQP then solves it)."""
+    Newton's method for them alternating with the others' QP (:func:`_alternate`). ``c``, falling
+    back, where Newton's method fails or (with grains) where the impulses would do work on the
+    bodies. ``by stages`` where the sticking feet's QP defeats the native solver: the caller takes
+    the step by stages (DAQP then solves it)."""
     nc = len(on)
     follow = np.zeros(nc, np.bool_)
     for a in range(nc):
@@ -400,37 +399,25 @@ def _follow_data(c, slipping, theta, on, W, Jt, B, v_free, P, g, A, ub, rows, r_
     for a in range(nc):
         arm[a] = r_offset[on[a]]
     points = W.reshape((nc, W.shape[1] // 3, 3))
-    while follow.any():
-        if follow.all():
-            impulses, converged, power = slide_all(Jt, B, v_free, c, points, Kinv, U, flow_geometry, tail, theta,
-                                                   arm, dt)
-            status = 1 if converged else 0
-        else:
-            impulses, power, status = _alternate(c, follow, theta, points, Jt, B, v_free, P, g, A, ub, rows, arm,
-                                                 Kinv, U, flow_geometry, tail, dt)
-        if status < 0:
-            return c, False, True
-        if status == 0:
-            return c, True, False
-        working = power > WORK_TOLERANCE
-        if not working.any():
-            if grains and _work(impulses, Jt, v_free, B) > WORK_TOLERANCE:
-                return c, True, False
-            return impulses, False, False
-        k = 0
-        for a in range(nc):
-            if follow[a]:
-                follow[a] = not working[k]
-                k += 1
-    return c, True, False
+    if follow.all():
+        impulses, converged, _ = slide_all(Jt, B, v_free, c, points, Kinv, U, flow_geometry, tail, theta, arm, dt)
+        status = 1 if converged else 0
+    else:
+        impulses, status = _alternate(c, follow, theta, points, Jt, B, v_free, P, g, A, ub, rows, arm,
+                                      Kinv, U, flow_geometry, tail, dt)
+    if status < 0:
+        return c, False, True
+    if status == 0 or (grains and _work(impulses, Jt, v_free, B) > WORK_TOLERANCE):
+        return c, True, False
+    return impulses, False, False
 
 
 @kernel()
 def _alternate(c, follow, theta, points, Jt, B, v_free, P, g, A, ub, rows, arm, Kinv, U, flow_geometry, tail, dt):
     """contact.flow.data_flow where some feet (``follow``) follow the data and the others stick: the
     following feet's twists by Newton's method with the others' impulses held, then the sticking
-    feet's QP with theirs held, alternating until the impulses settle. (impulses, power per
-    following foot, status: 1 solved, 0 Newton's method failed, −1 the QP failed)."""
+    feet's QP with theirs held, alternating until the impulses settle. (impulses, status: 1
+    solved, 0 Newton's method failed, −1 the QP failed)."""
     nc = len(follow)
     slide = np.flatnonzero(follow)
     stick = np.flatnonzero(~follow)
@@ -481,7 +468,7 @@ def _alternate(c, follow, theta, points, Jt, B, v_free, P, g, A, ub, rows, arm, 
                 a[i] += JB[i, k3[j]] * current[k3[j]]
         v, wrench, ok = newton(v, a, hD, Q, G, U, theta_s, flow_geometry)
         if not ok:
-            return current, np.zeros(ks), 0
+            return current, 0
         new = current.copy()
         for i in range(3 * ks):
             new[s3[i]] = dt * wrench[i]
@@ -489,7 +476,7 @@ def _alternate(c, follow, theta, points, Jt, B, v_free, P, g, A, ub, rows, arm, 
         x, status, _ = dual_active_set(H, gk, A_k, ub_k, rows_k, NATIVE_TOLERANCE * top,
                                        np.zeros(3 * kk, np.int64), 0)
         if status < 0 or not np.all(np.isfinite(x)):
-            return current, np.zeros(ks), -1
+            return current, -1
         for i in range(3 * kk):
             new[k3[i]] = x[i]
         change, size = 0.0, 1e-12
@@ -499,12 +486,7 @@ def _alternate(c, follow, theta, points, Jt, B, v_free, P, g, A, ub, rows, arm, 
         current = new
         if change <= TOLERANCE * size:
             break
-    twist = vf + JB @ current
-    power = np.zeros(ks)
-    for i in range(ks):
-        for r in range(3):
-            power[i] += current[s3[3 * i + r]] * twist[3 * i + r]
-    return current, power, 1
+    return current, 1
 
 
 @kernel()

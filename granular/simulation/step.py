@@ -219,8 +219,7 @@ def _learned(model: SimModel, qp, frames, on, points, state, solver, index):
 
 def _data_flow(model: SimModel, qp, c, sliding, all_slide, on, theta, points, solver):
     """The data-flow law's (impulses, their work on the bodies), or None where the step keeps
-    max-dissipation (Newton's method failed, or no foot's data wrench dissipates:
-    :func:`~granular.contact.flow.data_flow`).
+    max-dissipation (Newton's method failed: :func:`~granular.contact.flow.data_flow`).
     ``sliding`` marks the feet that follow the data's flow rule (``all_slide``: all of them): those
     on ∂W and tilted within the data (past the data's tilts there is no recorded direction → wrench
     map to follow, and those feet keep max-dissipation: their impulses are solved with the sticking

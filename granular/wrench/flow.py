@@ -264,21 +264,24 @@ def dissipative_into(v, S, w, dw):
     (3,) at p_r would (w·v > 0, which the interpolant can do between directions where the recorded
     wrenches are small, e.g. a turning foot's), w becomes the nearest wrench that does none,
     w − (w·v / vᵀS⁻²v) S⁻² v, nearest in the norm dual to the velocity scale S (3,). dw (3, 3),
-    dw/dv, follows (pass zeros where not needed). In place; True where w was changed."""
+    dw/dv, follows, as Newton's method in the step needs it (pass zeros where it is not needed).
+    In place; True where w was changed."""
+    m0, m1, m2 = v[0] / (S[0] * S[0]), v[1] / (S[1] * S[1]), v[2] / (S[2] * S[2])
     p = w[0] * v[0] + w[1] * v[1] + w[2] * v[2]
-    m = np.array([v[0] / (S[0] * S[0]), v[1] / (S[1] * S[1]), v[2] / (S[2] * S[2])])
-    q = v[0] * m[0] + v[1] * m[1] + v[2] * m[2]
+    q = v[0] * m0 + v[1] * m1 + v[2] * m2
     if p <= 0.0 or q == 0.0:
         return False
-    grad_p = np.empty(3)  # ∇(w(v)·v) = dwᵀ v + w
-    for b in range(3):
-        grad_p[b] = dw[0, b] * v[0] + dw[1, b] * v[1] + dw[2, b] * v[2] + w[b]
     ratio = p / q
-    for a in range(3):
-        for b in range(3):
-            dw[a, b] -= m[a] * (grad_p[b] * q - 2.0 * p * m[b]) / (q * q)
-        dw[a, a] -= ratio / (S[a] * S[a])
-        w[a] -= ratio * m[a]
+    for b in range(3):  # d(p / q)/dv_b, p = w(v)·v and q = vᵀS⁻²v both varying with v
+        dp = dw[0, b] * v[0] + dw[1, b] * v[1] + dw[2, b] * v[2] + w[b]
+        dratio = (dp - 2.0 * ratio * v[b] / (S[b] * S[b])) / q
+        dw[0, b] -= m0 * dratio
+        dw[1, b] -= m1 * dratio
+        dw[2, b] -= m2 * dratio
+        dw[b, b] -= ratio / (S[b] * S[b])
+    w[0] -= ratio * m0
+    w[1] -= ratio * m1
+    w[2] -= ratio * m2
     return True
 
 
