@@ -192,3 +192,41 @@ def test_merging_a_new_row_into_averaged_data_keeps_the_counts():
     np.testing.assert_array_equal(count[:averaged.n], averaged.provenance["realisations"])
     np.testing.assert_array_equal(spread[:averaged.n], averaged.provenance["realisation_spread"])
     assert (count[-1] == 1).all() and (spread[-1] == 0).all()
+
+
+def test_merge_replaces_a_reacquired_cell_and_averages_the_rest(tmp_path):
+    """A cell re-acquired in a better bed, in two parts (directions split between acquisitions),
+    replaces the base's cell wholly; another cell of the new bed averages in as a realisation."""
+    from granular.data.synth import synthesize
+
+    base = synthesize("rft", "sand", [0.0, -0.02, -0.04], [0.0, 0.5], 10)
+    row = {tuple(c): j for j, c in enumerate(base.configs.round(9).tolist())}
+    bed = replace(base, wrenches=base.wrenches * 0.5, valid=base.valid.copy())
+    keep = [row[(0.0, 0.0)], row[(-0.02, 0.0)], row[(-0.04, 0.0)]]
+    part1, part2 = bed.subset(keep), bed.subset(keep)
+    part1.valid[2, 5:], part2.valid[2, :5] = False, False  # 4 cm: half the directions each
+    part2.valid[1] = False                                  # 2 cm only in part 1
+    merged = wd.merge([base, part1, part2], average=True, replace_configs=[(-0.04, 0.0)])
+    at = {tuple(c): j for j, c in enumerate(merged.configs.round(9).tolist())}
+    count = merged.provenance["realisations"]
+    np.testing.assert_allclose(merged.wrenches[at[(-0.04, 0.0)]], 0.5 * base.wrenches[row[(-0.04, 0.0)]])
+    assert (count[at[(-0.04, 0.0)]] == 1).all()  # the new bed's only
+    np.testing.assert_allclose(merged.wrenches[at[(-0.02, 0.0)]], 0.75 * base.wrenches[row[(-0.02, 0.0)]])
+    assert (count[at[(-0.02, 0.0)]] == 2).all()  # averaged
+    np.testing.assert_allclose(merged.wrenches[at[(-0.04, 0.5)]], base.wrenches[row[(-0.04, 0.5)]])
+    assert merged.n == base.n
+    with pytest.raises(GranularError, match=r"replace d = -0.06 m.*no input after"):
+        wd.merge([base, part1], average=True, replace_configs=[(-0.06, 0.0)])
+
+
+def test_cli_merge_replace(tmp_path):
+    from granular.apps.cli import main
+    from granular.data.synth import synthesize
+
+    base = synthesize("rft", "sand", [0.0, -0.02], [0.0], 10)
+    new = replace(base, wrenches=base.wrenches * 2)
+    wd.write(base, tmp_path / "a.h5"), wd.write(new, tmp_path / "b.h5")
+    main(["merge", str(tmp_path / "a.h5"), str(tmp_path / "b.h5"), "--replace=-0.02,0", "--out", str(tmp_path / "m.h5")])
+    np.testing.assert_allclose(wd.read(tmp_path / "m.h5").wrenches[1], 2 * base.wrenches[1])
+    with pytest.raises(SystemExit):
+        main(["merge", str(tmp_path / "a.h5"), str(tmp_path / "b.h5"), "--replace=-0.02", "--out", str(tmp_path / "x.h5")])

@@ -131,7 +131,7 @@ def validate(ds: WrenchDataset, where="dataset") -> WrenchDataset:
 MAX_WRENCH = 1e8
 
 
-def merge(datasets, names=None, average: bool = False) -> WrenchDataset:
+def merge(datasets, names=None, average: bool = False, replace_configs=()) -> WrenchDataset:
     """One dataset from several of one medium and protocol: the same medium, source, foot and velocity
     scale; the surface rows (d = 0, which every acquisition adds) are kept once.
 
@@ -143,11 +143,16 @@ def merge(datasets, names=None, average: bool = False) -> WrenchDataset:
     direction) is the mean of the inputs that hold it validly, with their count and standard
     deviation in the provenance (``realisations``, ``realisation_spread``, N and N·m; 0 where one
     input holds it). Per-sample provenance arrays that every input holds are joined (averaged where
-    averaged); the inputs' other provenance is kept per input, as JSON, under ``merged_from``."""
+    averaged); the inputs' other provenance is kept per input, as JSON, under ``merged_from``.
+
+    ``replace_configs``: configurations (d, φ) re-acquired (e.g. in a better bed) that the later
+    inputs hold: the first input's cell is dropped, so that they come from the later inputs only."""
     datasets = list(datasets)
     names = [str(n) for n in (names or [f"dataset {i + 1}" for i in range(len(datasets))])]
     if len(datasets) < 2:
         raise GranularError("merging needs two datasets or more")
+    if len(replace_configs):
+        datasets[0] = _without(datasets[0], replace_configs, datasets[1:], names)
     first = datasets[0]
     for ds, name in zip(datasets[1:], names[1:]):
         for what, same in (("medium", ds.medium == first.medium), ("source", ds.source == first.source),
@@ -189,6 +194,18 @@ def merge(datasets, names=None, average: bool = False) -> WrenchDataset:
     return WrenchDataset(configs=configs[first_seen[order]], directions=directions,
                          velocity_scale=first.velocity_scale, wrenches=wrenches, valid=valid,
                          medium=first.medium, source=first.source, foot=first.foot, provenance=provenance)
+
+
+def _without(base: WrenchDataset, configs, later, names) -> WrenchDataset:
+    """``base`` without the configurations ``configs``, each of which a ``later`` dataset holds below
+    the surface."""
+    drop = np.zeros(base.n, bool)
+    for d, phi in configs:
+        if d >= 0 or not any(np.isclose(ds.configs, [d, phi], atol=1e-9).all(axis=1).any() for ds in later):
+            raise GranularError(f"replace d = {d:g} m, φ = {phi:g} rad: no input after {names[0]} holds "
+                                "that configuration below the surface")
+        drop |= np.isclose(base.configs, [d, phi], atol=1e-9).all(axis=1)
+    return base.subset(~drop)
 
 
 def _union(direction_sets, atol: float = 1e-6) -> np.ndarray:
