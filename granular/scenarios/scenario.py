@@ -274,14 +274,15 @@ def single_foot(robot: FootRobot, foot):
     return mb, (FootContact("foot", 0, foot=foot, grain_mass=tuple(grains)),)
 
 
-def build(scenario: Scenario) -> Simulation:
-    """The scenario's simulation at its initial state."""
+def build(scenario: Scenario, wrenches=None) -> Simulation:
+    """The scenario's simulation at its initial state; ``wrenches``: the medium's model, if the caller
+    has it loaded already (e.g. validate, which simulates many runs in one)."""
     from granular.learning.catalog import load_model
 
     spec = checked(scenario)
     where = scenario.where
     try:
-        wrenches = load_model(spec.medium)
+        wrenches = load_model(spec.medium) if wrenches is None else wrenches
     except GranularError as exc:
         raise GranularError(f"{where}: medium: {exc}") from None
     rolls = isinstance(spec.robot, (WheelRobot, RoverRobot))

@@ -179,9 +179,9 @@ class Tracked:
     representation: str
 
 
-def simulate(medium: str, scenario_name: str, traj: Trajectory, law: str = DEFAULT_LAW) -> Tracked:
+def simulate(model, medium: str, scenario_name: str, traj: Trajectory, law: str = DEFAULT_LAW) -> Tracked:
     """The paper's Figs. 7–8 protocol: the scenario's foot (mass, inertia, M_g, PID gains) tracks the
-    recorded path in the simulator."""
+    recorded path in the simulator, on ``model`` (the medium ``medium``'s)."""
     from granular.scenarios import scenario as scenarios
     from granular.scenarios.control import PIDTracker, Recorded
 
@@ -193,7 +193,7 @@ def simulate(medium: str, scenario_name: str, traj: Trajectory, law: str = DEFAU
     spec = spec.with_(medium=medium, contact=law, terrain={"kind": "flat", "height": 0.0},
                       duration=float(traj.t[-1] - traj.t[0]),
                       initial={"x": x, "z": z, "angle": phi, "vx": vx, "vz": vz, "omega": omega})
-    sim = scenarios.build(spec)
+    sim = scenarios.build(spec, model)
     old = sim.controller
     sim.controller = PIDTracker(Recorded(traj.t - traj.t[0], traj.pose, traj.twist), old.dt, old.kp, old.ki, old.kd,
                                 old.weight, old.ndof)
@@ -242,7 +242,7 @@ def validate(model, runs, calibrate=(), source_zeta=None, sim: str | None = None
         if source_zeta is not None:
             row["source"] = nrmse(pred["model"], rft_wrench(tr, source_zeta, foot, source_coeffs), mask)
         if sim is not None:
-            run = simulate(medium, sim, tr, law)
+            run = simulate(model, medium, sim, tr, law)
             pred["sim"] = run.wrench
             # the step against the law replayed where the simulated foot really was: what is left
             # of the simulated score once the tracker's error is taken out
