@@ -215,8 +215,19 @@ def test_merge_replaces_a_reacquired_cell_and_averages_the_rest(tmp_path):
     assert (count[at[(-0.02, 0.0)]] == 2).all()  # averaged
     np.testing.assert_allclose(merged.wrenches[at[(-0.04, 0.5)]], base.wrenches[row[(-0.04, 0.5)]])
     assert merged.n == base.n
-    with pytest.raises(GranularError, match=r"replace d = -0.06 m.*no input after"):
+    assert "replaced_configs" in merged.provenance
+    with pytest.raises(GranularError, match=r"replace d = -0.06 m.*does not hold it"):
         wd.merge([base, part1], average=True, replace_configs=[(-0.06, 0.0)])
+    with pytest.raises(GranularError, match=r"replace d = -0.04 m, φ = 0.5 rad: no input after .* valid"):
+        wd.merge([base, part1], average=True, replace_configs=[(-0.04, 0.5)])
+    failed = replace(part1, valid=part1.valid.copy())
+    failed.valid[2] = False  # the re-acquisition failed: the base's cell stays unless told otherwise
+    with pytest.raises(GranularError, match="valid"):
+        wd.merge([base, failed], average=True, replace_configs=[(-0.04, 0.0)])
+    with pytest.raises(GranularError, match="below the surface"):
+        wd.merge([base, part1], replace_configs=[(0.0, 0.0)])
+    with pytest.raises(GranularError, match="does not hold it"):  # not the surface row, 1e-10 m from it
+        wd.merge([base, part1], replace_configs=[(-1e-10, 0.0)])
 
 
 def test_cli_merge_replace(tmp_path):
@@ -226,7 +237,11 @@ def test_cli_merge_replace(tmp_path):
     base = synthesize("rft", "sand", [0.0, -0.02], [0.0], 10)
     new = replace(base, wrenches=base.wrenches * 2)
     wd.write(base, tmp_path / "a.h5"), wd.write(new, tmp_path / "b.h5")
-    main(["merge", str(tmp_path / "a.h5"), str(tmp_path / "b.h5"), "--replace=-0.02,0", "--out", str(tmp_path / "m.h5")])
+    assert main(["merge", str(tmp_path / "a.h5"), str(tmp_path / "b.h5"), "--replace", "-0.02", "0",
+                 "--out", str(tmp_path / "m.h5")]) == 0
     np.testing.assert_allclose(wd.read(tmp_path / "m.h5").wrenches[1], 2 * base.wrenches[1])
+    assert main(["merge", str(tmp_path / "a.h5"), str(tmp_path / "b.h5"), "--replace", "-0.05", "0",
+                 "--out", str(tmp_path / "x.h5")]) == 2
+    assert not (tmp_path / "x.h5").exists()
     with pytest.raises(SystemExit):
-        main(["merge", str(tmp_path / "a.h5"), str(tmp_path / "b.h5"), "--replace=-0.02", "--out", str(tmp_path / "x.h5")])
+        main(["merge", str(tmp_path / "a.h5"), str(tmp_path / "b.h5"), "--replace", "-0.02", "--out", str(tmp_path / "y.h5")])

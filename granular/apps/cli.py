@@ -82,14 +82,6 @@ def _floats(low=-1e12, high=1e12):
     return parse
 
 
-def _config(text: str) -> tuple:
-    """An argparse type: a configuration 'd,φ' (m, rad)."""
-    values = _floats()(text)
-    if len(values) != 2:
-        raise argparse.ArgumentTypeError(f"expected d,φ (two numbers, m and rad), got {text!r}")
-    return tuple(values)
-
-
 def _directions(text: str) -> int:
     m = _number(10, 10**5, kind=int)(text)
     if (m - 2) % 8:
@@ -210,6 +202,8 @@ def cmd_merge(args):
     ds = wd.merge(parts, args.datasets, average=args.average, replace_configs=args.replace or ())
     wd.write(ds, args.out)
     _say(f"wrote {args.out}: {ds.n} configurations × {ds.m} directions from {len(parts)} datasets ({ds.medium})")
+    for d, phi in args.replace or ():
+        _say(f"  d = {d:g} m, φ = {phi:g} rad: {args.datasets[0]}'s cell replaced by the later inputs'")
     if args.average:
         _say(f"  {int((ds.provenance['realisations'] > 1).sum())} samples averaged over 2 or more inputs; "
              f"their spread, relative to the largest wrench: {_relative_spread(ds):.3f} (mean)")
@@ -686,7 +680,7 @@ def build_parser():
     mg.add_argument("--average", action="store_true",
                     help="the inputs are realisations of one grid (e.g. DEM beds of other seeds): average the "
                          "configurations several hold, keeping their spread")
-    mg.add_argument("--replace", type=_config, action="append", metavar="D,PHI",
+    mg.add_argument("--replace", type=_number(), nargs=2, action="append", metavar=("D", "PHI"),
                     help="a configuration (m, rad) re-acquired in the later inputs (e.g. in a better bed): "
                          "the first input's cell is dropped and the later inputs' taken (repeatable)")
     mg.set_defaults(func=cmd_merge)

@@ -151,8 +151,9 @@ def merge(datasets, names=None, average: bool = False, replace_configs=()) -> Wr
     names = [str(n) for n in (names or [f"dataset {i + 1}" for i in range(len(datasets))])]
     if len(datasets) < 2:
         raise GranularError("merging needs two datasets or more")
-    if len(replace_configs):
-        datasets[0] = _without(datasets[0], replace_configs, datasets[1:], names)
+    replaced = [list(map(float, c)) for c in replace_configs]
+    if replaced:
+        datasets[0] = _without(datasets[0], replaced, datasets[1:], names)
     first = datasets[0]
     for ds, name in zip(datasets[1:], names[1:]):
         for what, same in (("medium", ds.medium == first.medium), ("source", ds.source == first.source),
@@ -186,6 +187,8 @@ def merge(datasets, names=None, average: bool = False, replace_configs=()) -> Wr
     provenance = {k: _pool(rows[k], rows["valid"], inverse.ravel(), order) for k in keys[2:]}
     if average:
         provenance.update(realisations=count, realisation_spread=spread)
+    if replaced:
+        provenance["replaced_configs"] = json.dumps({"configs": replaced, "first_input": names[0]})
     provenance["merged_from"] = json.dumps(
         [{"input": name, "created": ds.created, "creator": ds.creator,
           **{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in ds.provenance.items()
@@ -197,14 +200,21 @@ def merge(datasets, names=None, average: bool = False, replace_configs=()) -> Wr
 
 
 def _without(base: WrenchDataset, configs, later, names) -> WrenchDataset:
-    """``base`` without the configurations ``configs``, each of which a ``later`` dataset holds below
-    the surface."""
+    """``base`` without the configurations ``configs`` (below the surface), each of which both
+    ``base`` and a ``later`` dataset hold, the later one with valid samples."""
+    def rows(ds, d, phi):
+        return (ds.configs[:, 0] < 0) & np.isclose(ds.configs, [d, phi], rtol=0, atol=1e-9).all(axis=1)
+
     drop = np.zeros(base.n, bool)
     for d, phi in configs:
-        if d >= 0 or not any(np.isclose(ds.configs, [d, phi], atol=1e-9).all(axis=1).any() for ds in later):
-            raise GranularError(f"replace d = {d:g} m, φ = {phi:g} rad: no input after {names[0]} holds "
-                                "that configuration below the surface")
-        drop |= np.isclose(base.configs, [d, phi], atol=1e-9).all(axis=1)
+        where = f"replace d = {d:g} m, φ = {phi:g} rad"
+        if d >= 0:
+            raise GranularError(f"{where}: d must be below the surface (< 0); the surface row is kept once anyway")
+        if not rows(base, d, phi).any():
+            raise GranularError(f"{where}: {names[0]} (the first input, whose cell it replaces) does not hold it")
+        if not any(ds.valid[rows(ds, d, phi)].any() for ds in later):
+            raise GranularError(f"{where}: no input after {names[0]} holds a valid sample there")
+        drop |= rows(base, d, phi)
     return base.subset(~drop)
 
 
