@@ -191,12 +191,27 @@ def merge(datasets, names=None, average: bool = False, replace_configs=()) -> Wr
         provenance["replaced_configs"] = json.dumps({"configs": replaced, "first_input": names[0]})
     provenance["merged_from"] = json.dumps(
         [{"input": name, "created": ds.created, "creator": ds.creator,
-          **{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in ds.provenance.items()
-             if k not in provenance}}
+          **{k: _history(k, v) for k, v in ds.provenance.items() if k not in provenance}}
          for ds, name in zip(datasets, names)], default=str)
     return WrenchDataset(configs=configs[first_seen[order]], directions=directions,
                          velocity_scale=first.velocity_scale, wrenches=wrenches, valid=valid,
                          medium=first.medium, source=first.source, foot=first.foot, provenance=provenance)
+
+
+def _history(key: str, value):
+    """An input's provenance entry as the merged ``merged_from`` keeps it: arrays as lists, and an
+    earlier merge's own JSON history decoded (kept as a string, each merge would escape it again and
+    the history would grow without bound)."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if key in ("merged_from", "replaced_configs") and isinstance(value, str):
+        decoded = json.loads(value)
+        for entry in decoded if key == "merged_from" else ():
+            for k in ("merged_from", "replaced_configs"):
+                if isinstance(entry.get(k), str):
+                    entry[k] = _history(k, entry[k])
+        return decoded
+    return value
 
 
 def _without(base: WrenchDataset, configs, later, names) -> WrenchDataset:
