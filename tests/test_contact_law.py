@@ -228,8 +228,8 @@ def test_beads_trot_stays_up_with_w_extrapolated_in_depth(tmp_path):
 
 def test_the_robot_trots_forward_on_beads():
     """Issue 16: with the Beads model the trotting robot stays up and moves forward, at least half as
-    far as on sand (0.71 m in 6 s). 0.46 m with the 18 cm row and the RBF smoothed by the data's noise;
-    0.86 m interpolating the same data, 0.74 m with Table I's grid to 12 cm; 0.43 m before the level
+    far as on sand (0.71 m in 6 s). 0.42 m with the 18 cm row (its upright cell from two beds) and the
+    RBF smoothed by the data's noise; 0.87 m interpolating the same data, 0.74 m with Table I's grid to 12 cm; 0.43 m before the level
     ring of directions, 0.09 m with one bed."""
     summary = scenarios.summary(scenarios.run(scenarios.load("quad-trot").with_(medium="beads")))
     torso = summary["bodies"]["torso"]
