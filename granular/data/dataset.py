@@ -205,12 +205,9 @@ def _history(key: str, value):
     if isinstance(value, np.ndarray):
         return value.tolist()
     if key in ("merged_from", "replaced_configs") and isinstance(value, str):
-        decoded = json.loads(value)
-        for entry in decoded if key == "merged_from" else ():
-            for k in ("merged_from", "replaced_configs"):
-                if isinstance(entry.get(k), str):
-                    entry[k] = _history(k, entry[k])
-        return decoded
+        value = json.loads(value)
+        if key == "merged_from":
+            value = [{k: _history(k, v) for k, v in entry.items()} for entry in value]
     return value
 
 
