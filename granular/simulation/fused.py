@@ -400,14 +400,16 @@ def _follow_data(c, slipping, theta, on, W, Jt, B, v_free, P, g, A, ub, rows, r_
         arm[a] = r_offset[on[a]]
     points = W.reshape((nc, W.shape[1] // 3, 3))
     if follow.all():
-        impulses, converged, _ = slide_all(Jt, B, v_free, c, points, Kinv, U, flow_geometry, tail, theta, arm, dt)
+        impulses, converged, work = slide_all(Jt, B, v_free, c, points, Kinv, U, flow_geometry, tail, theta, arm,
+                                              dt)
         status = 1 if converged else 0
     else:
         impulses, status = _alternate(c, follow, theta, points, Jt, B, v_free, P, g, A, ub, rows, arm,
                                       Kinv, U, flow_geometry, tail, dt)
+        work = _work(impulses, Jt, v_free, B) if grains and status > 0 else 0.0
     if status < 0:
         return c, False, True
-    if status == 0 or (grains and _work(impulses, Jt, v_free, B) > WORK_TOLERANCE):
+    if status == 0 or (grains and work > WORK_TOLERANCE):
         return c, True, False
     return impulses, False, False
 
