@@ -21,7 +21,8 @@ import numpy as np
 
 from granular.compiled import kernel, unchecked
 from granular.contact.detection import _detect
-from granular.contact.flow import ITERATIONS, TOLERANCE, WORK_TOLERANCE, flow_coefficients, newton, slide_all
+from granular.contact.flow import (ITERATIONS, TOLERANCE, WORK_TOLERANCE, flow_coefficients, newton, slide_all,
+                                    stop_groups, twist_map)
 from granular.contact.qp import (NATIVE_TOLERANCE, TREE_MIN_DOFS, dual_active_set, leaves_first_cholesky,
                                  leaves_first_solve, reduce_qp, reduce_small, stack_blocks, strictly_convex)
 from granular.dynamics.multibody import _dynamics, _frames
@@ -407,11 +408,42 @@ def _follow_data(c, slipping, theta, on, W, Jt, B, v_free, P, g, A, ub, rows, r_
         impulses, status = _alternate(c, follow, theta, points, Jt, B, v_free, P, g, A, ub, rows, arm,
                                       Kinv, U, flow_geometry, tail, dt)
         work = _work(impulses, Jt, v_free, B) if grains and status > 0 else 0.0
+    if status == 0 and follow.sum() > 1:
+        impulses, status = _one_group_less(c, follow, theta, points, Jt, B, v_free, P, g, A, ub, rows, arm,
+                                           Kinv, U, flow_geometry, tail, dt)
+        work = _work(impulses, Jt, v_free, B) if grains and status > 0 else 0.0
     if status < 0:
         return c, False, True
     if status == 0 or (grains and work > WORK_TOLERANCE):
         return c, True, False
     return impulses, False, False
+
+
+@kernel()
+def _one_group_less(c, follow, theta, points, Jt, B, v_free, P, g, A, ub, rows, arm, Kinv, U, flow_geometry, tail,
+                    dt):
+    """contact.flow.data_flow's second try: a group of following feet moving alike, the slowest at
+    ``c`` first (flow.stop_groups), keeps max-dissipation's impulses with the sticking feet and the
+    others follow the data. (impulses, status) of the first that :func:`_alternate` solves, else (c, 0)."""
+    slide = np.flatnonzero(follow)
+    v = v_free + B @ c
+    twists = np.empty((len(slide), 3))
+    phi = np.empty(len(slide))
+    for i in range(len(slide)):
+        phi[i] = theta[slide[i], 1]
+        for r in range(3):
+            twists[i, r] = Jt[3 * slide[i] + r] @ v
+    groups = stop_groups(twists, twist_map(phi, arm[slide], flow_geometry[:3]))
+    for group in range(groups.max()):  # the last group alone would leave no foot to follow the data
+        fewer = follow.copy()
+        for i in range(len(slide)):
+            if groups[i] == group:
+                fewer[slide[i]] = False
+        impulses, status = _alternate(c, fewer, theta, points, Jt, B, v_free, P, g, A, ub, rows, arm, Kinv, U,
+                                      flow_geometry, tail, dt)
+        if status != 0:
+            return impulses, status
+    return c, 0
 
 
 @kernel()
