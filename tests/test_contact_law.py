@@ -334,9 +334,11 @@ def test_no_scenario_sinks_a_foot_past_one_and_a_half_times_the_data(medium):
 
 
 def test_stop_groups_order_feet_slowest_first_and_keep_feet_moving_alike_together():
-    G = np.broadcast_to(np.eye(3), (4, 3, 3)).copy()
     twists = np.array([[0.3, 0.0, 0.0], [0.1, 0.0, 0.0], [0.1, 0.0, 1e-12], [0.0, -0.2, 0.0]])
-    assert flow.stop_groups(twists, G).tolist() == [2, 0, 0, 1]
+    upright, unit = np.zeros(4), np.ones(3)  # p_r = p_center, velocity scale 1: speeds are |twist|
+    groups = flow.stop_groups(np.eye(12), np.zeros((12, 12)), twists.ravel(), np.zeros(12), np.arange(4),
+                              upright, upright, unit)
+    assert groups.tolist() == [2, 0, 0, 1]
 
 
 def test_a_foot_without_a_data_motion_keeps_max_dissipation_alone():

@@ -126,8 +126,8 @@ def data_flow(qp: ContactQP, c, sliding, points, theta, r_offset, dmap: Directio
     slide = np.flatnonzero(sliding)
     if flow is not None or len(slide) < 2:
         return flow
-    twists = (qp.Jt @ (qp.v_free + qp.B @ c)).reshape(-1, 3)[slide]
-    groups = stop_groups(np.ascontiguousarray(twists), twist_map(theta[:, 1], r_offset, dmap.geometry[:3]))
+    groups = stop_groups(np.ascontiguousarray(qp.Jt), np.ascontiguousarray(qp.B), qp.v_free, c, slide,
+                         np.ascontiguousarray(theta[:, 1]), r_offset, dmap.geometry[:3])
     for g in range(groups.max()):  # the last group alone would leave no foot to follow the data
         keep = groups != g
         fewer = sliding.copy()
@@ -142,18 +142,32 @@ def data_flow(qp: ContactQP, c, sliding, points, theta, r_offset, dmap: Directio
 ALIKE = 1e-6
 
 
-@kernel("f8[:, ::1], f8[:, :, ::1]")
-def stop_groups(twists, G):
-    """Groups of k feet by their speed in the data's velocity-scaled space, |G_f v_f|: 0 the
-    slowest, feet within :data:`ALIKE` of each other in one group. A foot about to stop is the one
-    the data's flow has no motion for; feet moving alike (a planar robot's two front feet) are
-    treated alike, so that symmetric feet keep symmetric impulses."""
-    k = len(twists)
+@kernel()
+def stop_groups(Jt, B, v_free, c, slide, phi, r_offset, velocity_scale):
+    """Groups of the k sliding feet (contacts ``slide``, tilts ``phi``, p_r offsets ``r_offset``) by
+    their speed under the impulses ``c`` in the data's velocity-scaled space, |G J_t (v_free + B c)|
+    (:func:`twist_map`): 0 the slowest, feet within :data:`ALIKE` of each other in one group. A foot
+    about to stop is the one the data's flow has no motion for; feet moving alike (a planar robot's
+    two front feet) are treated alike, so that symmetric feet keep symmetric impulses. In loops, so
+    that the step by stages and the fused step group alike to the last bit."""
+    n, m = B.shape
+    v = np.empty(n)
+    for i in range(n):
+        v[i] = v_free[i]
+        for j in range(m):
+            v[i] += B[i, j] * c[j]
+    G = twist_map(phi, r_offset, velocity_scale)
+    k = len(slide)
     speed = np.empty(k)
+    twist = np.empty(3)
     for f in range(k):
+        for r in range(3):
+            twist[r] = 0.0
+            for i in range(n):
+                twist[r] += Jt[3 * slide[f] + r, i] * v[i]
         s = 0.0
         for a in range(3):
-            x = G[f, a, 0] * twists[f, 0] + G[f, a, 1] * twists[f, 1] + G[f, a, 2] * twists[f, 2]
+            x = G[f, a, 0] * twist[0] + G[f, a, 1] * twist[1] + G[f, a, 2] * twist[2]
             s += x * x
         speed[f] = np.sqrt(s)
     order = np.argsort(speed)

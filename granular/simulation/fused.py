@@ -22,7 +22,7 @@ import numpy as np
 from granular.compiled import kernel, unchecked
 from granular.contact.detection import _detect
 from granular.contact.flow import (ITERATIONS, TOLERANCE, WORK_TOLERANCE, flow_coefficients, newton, slide_all,
-                                    stop_groups, twist_map)
+                                    stop_groups)
 from granular.contact.qp import (NATIVE_TOLERANCE, TREE_MIN_DOFS, dual_active_set, leaves_first_cholesky,
                                  leaves_first_solve, reduce_qp, reduce_small, stack_blocks, strictly_convex)
 from granular.dynamics.multibody import _dynamics, _frames
@@ -426,14 +426,7 @@ def _one_group_less(c, follow, theta, points, Jt, B, v_free, P, g, A, ub, rows, 
     ``c`` first (flow.stop_groups), keeps max-dissipation's impulses with the sticking feet and the
     others follow the data. (impulses, status) of the first that :func:`_alternate` solves, else (c, 0)."""
     slide = np.flatnonzero(follow)
-    v = v_free + B @ c
-    twists = np.empty((len(slide), 3))
-    phi = np.empty(len(slide))
-    for i in range(len(slide)):
-        phi[i] = theta[slide[i], 1]
-        for r in range(3):
-            twists[i, r] = Jt[3 * slide[i] + r] @ v
-    groups = stop_groups(twists, twist_map(phi, arm[slide], flow_geometry[:3]))
+    groups = stop_groups(Jt, B, v_free, c, slide, theta[slide, 1], arm[slide], flow_geometry[:3])
     for group in range(groups.max()):  # the last group alone would leave no foot to follow the data
         fewer = follow.copy()
         for i in range(len(slide)):
