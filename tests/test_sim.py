@@ -331,7 +331,11 @@ def test_drop_outcomes():
     tilted = run("drop-tilted")
     assert tilted.q[-1, 2] > 1.2, "tilted 0.2 rad it should tip over"
     assert np.abs(tilted.v[-1]).max() < 1e-6, "and come to rest"
-    assert tilted.q[-1, 2] < np.pi / 2 + 0.15, "on the surface, not turned through it"
+    # on the surface, not turned through it: lying within 0.25 rad of flat, its lower end less than a
+    # foot radius deep (measured: 0.04 rad past flat, 9 mm under max-dissipation; 0.20 rad past flat,
+    # 28 mm under data-flow, whose flow lets the falling far end dig in where the hull's normal skis it)
+    assert abs(tilted.q[-1, 2] - np.pi / 2) < 0.25
+    assert tilted.active[-1, 0] and -tilted.theta[-1, 0, 0] < tilted.model.contacts[0].foot.radius
 
 
 def test_mirrored_drops_mirror_each_other():
@@ -378,7 +382,12 @@ def test_unknown_scenario_and_medium():
 
 @pytest.mark.slow
 def test_default_step_is_accurate_against_a_quarter_step():
-    """h = 1 ms (the default) against h = 0.25 ms on the hardest single-foot run, the tilted drop."""
+    """h = 1 ms (the default) against h = 0.25 ms on the hardest single-foot run, the tilted drop,
+    whose far end strikes the sand: under data-flow its resting pose converges as h shrinks
+    (rest angle 1.757, 1.769, 1.781, 1.786, 1.787 rad at 2, 1, 0.5, 0.25, 0.125 ms; 1 % at 1 ms), under
+    max-dissipation it moves by 0.3 mm and 0.04 mrad."""
     coarse, fine = run("drop-tilted"), run("drop-tilted", dt=2.5e-4)
-    assert np.abs(coarse.q[-1, :2] - fine.q[-1, :2]).max() < 0.005
-    assert abs(coarse.q[-1, 2] - fine.q[-1, 2]) < 0.005
+    assert np.abs(coarse.q[-1, :2] - fine.q[-1, :2]).max() < 0.007
+    assert abs(coarse.q[-1, 2] - fine.q[-1, 2]) < 0.02
+    half = run("drop-tilted", dt=5e-4)
+    assert abs(half.q[-1, 2] - fine.q[-1, 2]) < 0.6 * abs(coarse.q[-1, 2] - fine.q[-1, 2]), "and converges"

@@ -42,6 +42,7 @@ _keep_freed_memory()
 import numpy as np  # noqa: E402
 
 from granular.contact.compliant import LAWS as COMPLIANT_LAWS
+from granular.contact.flow import DEFAULT_LAW
 from granular.errors import GranularError
 from granular.learning.linear import KERNELS
 
@@ -722,8 +723,8 @@ def build_parser():
     r.add_argument("--solver", choices=["native", "daqp", "quadprog", "osqp", "cvxpy"], help="contact QP solver (default: native)")
     r.add_argument("--representation", choices=["fixed", "exact"], help="polytope representation of W(θ)")
     r.add_argument("--contact", choices=["max-dissipation", "data-flow", *COMPLIANT_LAWS],
-                   help="contact law: the hull's maximum dissipation (paper), the data's own flow rule, or a "
-                        "compliant (penalty) law fitted to the medium's data (undamped hertz needs --dt ≤ 0.0002)")
+                   help="contact law: the data's own flow rule (default, unless the scenario file sets one), the "
+                        "hull's maximum dissipation (paper eq. 2), or a compliant (penalty) law fitted to the medium's data (undamped hertz needs --dt ≤ 0.0002)")
     r.add_argument("--out", help="run file to write (.h5)")
     r.add_argument("--plot", help="directory for the figures")
     r.add_argument("--video", help="render the run to a video (.gif, or .mp4 with ffmpeg)")
@@ -794,8 +795,8 @@ def build_parser():
     c.add_argument("--sim", help="also simulate: this single-foot scenario's foot PID-tracks each run's path "
                                  "(paper Figs. 7-8), e.g. foot-track-straight")
     c.add_argument("--mapping", help="TOML mapping of your column names, units, sign and bag topics (as for ingest)")
-    c.add_argument("--contact", choices=["max-dissipation", "data-flow", *COMPLIANT_LAWS], default="max-dissipation",
-                   help="contact law of the model's wrench, in replay and --sim (default: max-dissipation); a "
+    c.add_argument("--contact", choices=["max-dissipation", "data-flow", *COMPLIANT_LAWS], default=DEFAULT_LAW,
+                   help=f"contact law of the model's wrench, in replay and --sim (default: {DEFAULT_LAW}); a "
                         "compliant law is fitted to the model's dataset")
     c.add_argument("--representation", choices=["exact", "fixed"], default="exact",
                    help="max-dissipation replay in the exact hull or the simulator's fixed-normal polytope")
