@@ -29,13 +29,15 @@ def main(argv=None):
     parser.add_argument("--envs", type=int, default=1,
                         help="environments stepped together on the cores (QuadrupedVectorEnv); default 1: this process")
     parser.add_argument("--workers", type=int, default=None, help="with --envs: processes (default: the cores)")
+    parser.add_argument("--contact", choices=["data-flow", "max-dissipation"], default=None,
+                        help="contact law (default: the scenario's, data-flow)")
     args = parser.parse_args(argv)
     if args.steps < 1 or args.warmup < 0 or args.envs < 1:
         parser.error("--steps and --envs must be at least 1 and --warmup not negative")
     if args.envs > 1:
         return vector(args)
 
-    env = gymnasium.make(granular_gym.ENV_ID, media=args.media)
+    env = gymnasium.make(granular_gym.ENV_ID, media=args.media, contact=args.contact)
     env.action_space.seed(args.seed)
     substeps = env.unwrapped.substeps
     obs, info = env.reset(seed=args.seed)
@@ -68,7 +70,7 @@ def vector(args):
     """Throughput of ``args.envs`` environments stepped together on the cores; they reset themselves."""
     from granular.apps.vector import QuadrupedVectorEnv
 
-    envs = QuadrupedVectorEnv(args.envs, workers=args.workers, media=args.media)
+    envs = QuadrupedVectorEnv(args.envs, workers=args.workers, media=args.media, contact=args.contact)
     envs.action_space.seed(args.seed)
     substeps = envs.substeps
     envs.reset(seed=args.seed)

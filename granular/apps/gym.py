@@ -49,6 +49,7 @@ except ModuleNotFoundError as exc:  # only a missing gymnasium; a broken install
                         "(or pip install 'gymnasium>=1.0')") from None
 
 from granular.compiled import unchecked
+from granular.contact.flow import LAWS
 from granular.contact.qp import make_solver
 from granular.scenarios import scenario as scenarios
 from granular.scenarios.control import JointPD
@@ -136,7 +137,9 @@ class QuadrupedEnv(gymnasium.Env):
     ``effort_weight``, ``fall_height`` (m), ``fall_tilt`` (rad), ``reset_noise`` (scale of
     :data:`RESET_WIDTHS`), ``observe_medium`` (append a one-hot of the medium), ``render_mode``
     (None or "rgb_array": a matplotlib drawing of the scene), ``solver`` (the contact QP's; default
-    the scenario's, ``native``, with which each env step is one compiled call).
+    the scenario's, ``native``, with which each env step is one compiled call), ``contact`` (the
+    contact law, data-flow or max-dissipation; default the scenario's, data-flow for quad-trot;
+    max-dissipation, the paper's law, steps the batch ~2.5× faster: README, "Reinforcement learning").
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 100}
@@ -145,7 +148,7 @@ class QuadrupedEnv(gymnasium.Env):
                  episode_seconds: float = 10.0, action_scale: float = 0.5, forward_weight: float = 1.0,
                  effort_weight: float = 0.05, fall_height: float = 0.6, fall_tilt: float = 0.7,
                  reset_noise: float = 1.0, observe_medium: bool = False, render_mode: str | None = None,
-                 solver: str | None = None):
+                 solver: str | None = None, contact: str | None = None):
         if isinstance(media, str):
             media = (media,)
         media = tuple(media)
@@ -163,9 +166,9 @@ class QuadrupedEnv(gymnasium.Env):
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise GranularError(f"render_mode must be None or one of {self.metadata['render_modes']}, "
                                 f"got {render_mode!r}")
-        base = scenarios.load(scenario)
-        if solver is not None:
-            base = base.with_(solver=solver)
+        if contact not in (None, *LAWS):
+            raise GranularError(f"contact must be one of {', '.join(LAWS)}, got {contact!r}")
+        base = scenarios.load(scenario).with_(solver=solver, contact=contact)
         self._media = {name: _Medium(base.with_(medium=name)) for name in dict.fromkeys(media)}
         self.media = tuple(self._media)
         first = self._media[self.media[0]]
