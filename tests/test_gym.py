@@ -188,6 +188,12 @@ def test_rgb_array_render():
     env.close()
 
 
+def test_the_contact_law_is_the_scenarios_unless_chosen():
+    assert gym_env.QuadrupedEnv(media=["sand"])._media["sand"].model.contact_law == "data-flow"
+    paper = gym_env.QuadrupedEnv(media=["sand"], contact="max-dissipation")
+    assert paper._media["sand"].model.contact_law == "max-dissipation"
+
+
 def test_bad_arguments_are_clear_errors(env):
     with pytest.raises(GranularError, match="control_period"):
         gym_env.QuadrupedEnv(media=["sand"], control_period=0.0105)
@@ -197,6 +203,8 @@ def test_bad_arguments_are_clear_errors(env):
         gym_env.QuadrupedEnv(media=["sand"], scenario="drop-upright")
     with pytest.raises(GranularError, match="render_mode"):
         gym_env.QuadrupedEnv(media=["sand"], render_mode="human")
+    with pytest.raises(GranularError, match="contact must be one of max-dissipation, data-flow"):
+        gym_env.QuadrupedEnv(media=["sand"], contact="hertz")
     fresh = gym_env.QuadrupedEnv(media=["sand"])
     for call in (lambda: fresh.step(np.zeros(12)), fresh.foot_depths):
         with pytest.raises(GranularError, match=r"call reset\(\) before"):
