@@ -171,6 +171,21 @@ def test_the_rig_tracks_the_dem_paths_the_papers_gains_trail():
     assert abs(rig["sim"]["mean"] - rig["model"]["mean"]) < 0.02 < paper["sim"]["mean"] - paper["model"]["mean"]
 
 
+def test_a_tracker_that_diverges_is_a_clear_error_not_a_score(tmp_path, capsys):
+    """The rig's gains doubled are too stiff for 1 ms on the tilted plunge: the foot flies off
+    and validate says so, naming the run, instead of scoring it."""
+    rig = (shipped("sim") / "foot-track-rig.toml").read_text()
+    for key in ("kp", "ki", "kd"):
+        line = next(l for l in rig.splitlines() if l.startswith(f"{key} ="))
+        values = [2 * float(x) for x in line.split("[")[1].split("]")[0].split(",")]
+        rig = rig.replace(line, f"{key} = {values}")
+    (tmp_path / "stiff.toml").write_text(rig)
+    (tmp_path / "robots").symlink_to(shipped("sim") / "robots")
+    code = main(["validate", "beads", str(HELD_OUT / "tilted-plunge_s1.csv"), "--sim", str(tmp_path / "stiff.toml")])
+    err = capsys.readouterr().err
+    assert code == 2 and "run tilted-plunge_s1" in err and "diverge" in err, err
+
+
 def test_sim_separates_the_step_from_the_tracker(tmp_path):
     """Under data-flow the step gives the law's own wrench wherever the simulated foot is: against the
     law replayed at the simulated foot's pose and twist it is off by 0.008 (the pose's differences
