@@ -723,8 +723,9 @@ def build_parser():
     r.add_argument("--solver", choices=["native", "daqp", "quadprog", "osqp", "cvxpy"], help="contact QP solver (default: native)")
     r.add_argument("--representation", choices=["fixed", "exact"], help="polytope representation of W(θ)")
     r.add_argument("--contact", choices=["max-dissipation", "data-flow", *COMPLIANT_LAWS],
-                   help="contact law: the data's own flow rule (default, unless the scenario file sets one), the "
-                        "hull's maximum dissipation (paper eq. 2), or a compliant (penalty) law fitted to the medium's data (undamped hertz needs --dt ≤ 0.0002)")
+                   help="contact law: the data's own flow rule (default, unless the scenario file sets one), "
+                        "the hull's maximum dissipation (paper eq. 2), or a compliant (penalty) law fitted to the "
+                        "medium's data (undamped hertz needs --dt ≤ 0.0002)")
     r.add_argument("--out", help="run file to write (.h5)")
     r.add_argument("--plot", help="directory for the figures")
     r.add_argument("--video", help="render the run to a video (.gif, or .mp4 with ffmpeg)")

@@ -139,7 +139,7 @@ class QuadrupedEnv(gymnasium.Env):
     (None or "rgb_array": a matplotlib drawing of the scene), ``solver`` (the contact QP's; default
     the scenario's, ``native``, with which each env step is one compiled call), ``contact`` (the
     contact law, data-flow or max-dissipation; default the scenario's, data-flow for quad-trot;
-    max-dissipation, the paper's law, steps the batch ~2.5× faster: README, "Reinforcement learning").
+    max-dissipation, the paper's law, steps the batch about 3× faster: README, "Reinforcement learning").
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 100}

@@ -184,6 +184,11 @@ class Tracked:
 DIVERGED = 0.1
 
 
+def _pose_at(traj: Trajectory, t: float) -> np.ndarray:
+    """The recorded pose at ``t`` s after the run's start (linear between samples)."""
+    return np.array([np.interp(t, traj.t - traj.t[0], traj.pose[:, i]) for i in range(3)])
+
+
 def simulate(model, medium: str, scenario_name: str, traj: Trajectory, law: str = DEFAULT_LAW) -> Tracked:
     """The paper's Figs. 7–8 protocol: the scenario's foot (mass, inertia, M_g, PID gains) tracks the
     recorded path in the simulator, on ``model`` (the medium ``medium``'s)."""
@@ -215,17 +220,19 @@ def simulate(model, medium: str, scenario_name: str, traj: Trajectory, law: str 
         q[i] = *s.info.p_center[0], s.info.theta[0, 1]
 
     where = f"--sim {scenario_name}, run {traj.name}"
+    diverged = f"the tracker diverged: its gains are too stiff for dt = {spec.dt:g} s"
     try:
         sim.rollout(steps, [record])
     except GranularError as error:
-        raise GranularError(f"{where}: {error} (a tracker too stiff for dt = {spec.dt:g} s diverges)") from None
+        last = sim.steps - 1  # the last step recorded
+        off = np.hypot(*(q[last, :2] - _pose_at(traj, t[last])[:2])) if last >= 0 else 0.0
+        raise GranularError(f"{where}: {error}" + (f" ({diverged})" if not off <= DIVERGED else "")) from None
     on = traj.t - traj.t[0]
     wrench, pose, twist = (np.column_stack([np.interp(on, t, a[:, i]) for i in range(3)]) for a in (w, q, v))
     own = replace(traj, pose=pose, twist=twist, wrench=wrench)
     tracking = float(np.sqrt(np.mean(np.sum((pose[:, :2] - traj.pose[:, :2]) ** 2, axis=1))))
     if not tracking <= DIVERGED:
-        raise GranularError(f"{where}: the simulated foot left the recorded path by {tracking:.3g} m (RMS): the "
-                            f"tracker diverged; its gains are too stiff for dt = {spec.dt:g} s")
+        raise GranularError(f"{where}: the simulated foot left the recorded path by {tracking:.3g} m (RMS): {diverged}")
     return Tracked(wrench, own, tracking, int(fallback.sum()), spec.representation)
 
 
