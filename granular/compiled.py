@@ -229,7 +229,7 @@ def _build_locked(root: Path, folder: Path, failed: Path) -> Path | None:
 
 
 def _build(folder: Path, failed: Path) -> None:
-    log.info("compiling the simulation kernels ahead of time (once per machine and version, about two minutes)")
+    log.info("compiling the simulation kernels ahead of time (once per machine and version, two to four minutes)")
     start = time.perf_counter()
     env = {**os.environ, "GRANULAR_JIT": "1"}
     cmd = [sys.executable, "-m", "granular.compiled", str(folder)]

@@ -39,6 +39,27 @@ def _keep_freed_memory():
 
 _keep_freed_memory()
 
+
+class _Format(logging.Formatter):
+    """``granular: warning: …`` for warnings and errors, ``granular: …`` for notes."""
+
+    def format(self, record):
+        prefix = "granular: " if record.levelno < logging.WARNING else f"granular: {record.levelname.lower()}: "
+        return prefix + record.getMessage()
+
+
+def _logging(verbose: bool):
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_Format())
+    root = logging.getLogger("granular")
+    root.handlers[:] = [handler]
+    root.setLevel(logging.DEBUG if verbose else logging.INFO)
+
+
+# Before the package's modules load: importing them may compile the step's kernels (once per
+# machine, minutes), and its note must reach the terminal. main() sets the verbosity asked for.
+_logging(False)
+
 import numpy as np  # noqa: E402
 
 from granular.contact.compliant import LAWS as COMPLIANT_LAWS
@@ -464,8 +485,8 @@ def cmd_sim(args):
         _say(f"{s['scenario']} on {s['medium']}: {s['steps']} steps of {s['dt']} s in {s['wall_time_s']:.2f} s "
              f"({s['solver']}, {s['representation']} polytopes, {s['contact']} contact)")
         if s["law_fallback_steps"]:
-            _say(f"  data-flow found no dissipative answer on {s['law_fallback_steps']} steps; they kept "
-                 "max-dissipation's")
+            _say(f"  data-flow kept max-dissipation's impulses on {s['law_fallback_steps']} of {s['steps']} steps, "
+                 "where the data's flow gave no motion for the sliding feet (feet about to stop or land)")
         for name, b in s["bodies"].items():
             i, f = b["initial"], b["final"]
             _say(f"  {name}: x {i['x']:+.4f} → {f['x']:+.4f} m, z {i['z']:+.4f} → {f['z']:+.4f} m, "
@@ -595,7 +616,8 @@ def cmd_validate(args):
                  f"({worst})")
             fallback = sum(s["fallback_steps"] for s in sims.values())
             if r["contact"] == "data-flow" and fallback:
-                _say(f"  data-flow found no dissipative answer on {fallback} steps; they kept max-dissipation's")
+                _say(f"  data-flow kept max-dissipation's impulses on {fallback} simulated steps, where the data's "
+                     "flow gave no motion for the sliding foot (a foot about to stop)")
         if "spread" in r:
             _say(f"  DEM spread (each realisation against the mean of the others): {r['spread']['mean']:.3f}")
         _say("  model's force / measured, by depth (least squares): "
@@ -844,22 +866,6 @@ def build_parser():
     b.add_argument("--plot", help="with --scaling: write the scaling figure (.png)")
     b.set_defaults(func=cmd_bench)
     return p
-
-
-class _Format(logging.Formatter):
-    """``granular: warning: …`` for warnings and errors, ``granular: …`` for notes."""
-
-    def format(self, record):
-        prefix = "granular: " if record.levelno < logging.WARNING else f"granular: {record.levelname.lower()}: "
-        return prefix + record.getMessage()
-
-
-def _logging(verbose: bool):
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_Format())
-    root = logging.getLogger("granular")
-    root.handlers[:] = [handler]
-    root.setLevel(logging.DEBUG if verbose else logging.INFO)
 
 
 def _interrupted(exc: BaseException) -> bool:
