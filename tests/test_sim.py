@@ -391,3 +391,5 @@ def test_default_step_is_accurate_against_a_quarter_step():
     assert abs(coarse.q[-1, 2] - fine.q[-1, 2]) < 0.02
     half = run("drop-tilted", dt=5e-4)
     assert abs(half.q[-1, 2] - fine.q[-1, 2]) < 0.6 * abs(coarse.q[-1, 2] - fine.q[-1, 2]), "and converges"
+    paper = [run("drop-tilted", dt=dt, contact="max-dissipation") for dt in (1e-3, 2.5e-4)]
+    assert np.abs(paper[0].q[-1] - paper[1].q[-1]).max() < 1e-3

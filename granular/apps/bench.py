@@ -35,12 +35,17 @@ def wrench_space(model, contacts: int = 4, repeat: int = 500, seed: int = 0) -> 
     return out
 
 
+#: The law the single-path profiles (controller, fused calls, stages) run under: the paper's, whose
+#: step the stages cover (data-flow adds a Newton solve no stage times; its step is in :func:`scene`).
+PROFILED_LAW = "max-dissipation"
+
+
 def controller(scenario: str = "quad-trot", repeat: int = 2000, settle: int = 1100) -> dict:
     """The scenario's controller alone (a quadruped's gait and joint PD), called at the state it
     reaches after ``settle`` steps, at advancing times."""
     from granular.scenarios import scenario as scenarios
 
-    sim = scenarios.build(scenarios.load(scenario))
+    sim = scenarios.build(scenarios.load(scenario).with_(contact=PROFILED_LAW))
     sim.advance(settle)
     state, clock = sim.state, iter(range(10**9))
     return {"us_per_call": median_us(lambda: sim.controller(state.t + 1e-3 * next(clock), state.q, state.v,
@@ -54,7 +59,7 @@ def fused_call(scenario: str = "quad-trot", steps: int = 2000, settle: int = 110
     from granular.scenarios import scenario as scenarios
 
     def per_step(calls):
-        sim = scenarios.build(scenarios.load(scenario))
+        sim = scenarios.build(scenarios.load(scenario).with_(contact=PROFILED_LAW))
         sim.advance(settle)
         t0 = time.perf_counter()
         for n in calls:
@@ -75,7 +80,7 @@ def stages(scenario: str = "quad-trot", steps: int = 2000, settle: int = 1100) -
     from granular.scenarios import scenario as scenarios
     from granular.simulation.step import contact_qp, step, wrench_spaces
 
-    sim = scenarios.build(scenarios.load(scenario))
+    sim = scenarios.build(scenarios.load(scenario).with_(contact=PROFILED_LAW))
     sim.advance(settle)
     model, solver, mb = sim.model, sim.solver, sim.model.multibody
     names = ("controller", "kinematics_and_detection", "dynamics", "wrench_spaces", "qp_assembly", "qp_solve",

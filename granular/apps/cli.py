@@ -68,6 +68,11 @@ from granular.errors import GranularError
 from granular.learning.linear import KERNELS
 
 
+#: Why a data-flow step keeps max-dissipation's impulses (``law_fallback_steps``; simulation.step).
+FALLBACK_WHY = ("where the data's flow gave the sliding feet no motion (feet about to stop or land) or the "
+                "grains' term would have made the impulses do work")
+
+
 def _number(low=-1e12, high=1e12, low_open=False, kind=float):
     """An argparse type: a finite number in [low, high] (or (low, high] with ``low_open``)."""
     def parse(text: str):
@@ -486,7 +491,7 @@ def cmd_sim(args):
              f"({s['solver']}, {s['representation']} polytopes, {s['contact']} contact)")
         if s["law_fallback_steps"]:
             _say(f"  data-flow kept max-dissipation's impulses on {s['law_fallback_steps']} of {s['steps']} steps, "
-                 "where the data's flow gave no motion for the sliding feet (feet about to stop or land)")
+                 f"{FALLBACK_WHY}")
         for name, b in s["bodies"].items():
             i, f = b["initial"], b["final"]
             _say(f"  {name}: x {i['x']:+.4f} → {f['x']:+.4f} m, z {i['z']:+.4f} → {f['z']:+.4f} m, "
@@ -616,8 +621,7 @@ def cmd_validate(args):
                  f"({worst})")
             fallback = sum(s["fallback_steps"] for s in sims.values())
             if r["contact"] == "data-flow" and fallback:
-                _say(f"  data-flow kept max-dissipation's impulses on {fallback} simulated steps, where the data's "
-                     "flow gave no motion for the sliding foot (a foot about to stop)")
+                _say(f"  data-flow kept max-dissipation's impulses on {fallback} simulated steps, {FALLBACK_WHY}")
         if "spread" in r:
             _say(f"  DEM spread (each realisation against the mean of the others): {r['spread']['mean']:.3f}")
         _say("  model's force / measured, by depth (least squares): "

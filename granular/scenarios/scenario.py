@@ -476,7 +476,8 @@ def summary(rec: Run) -> dict:
         "scenario": rec.name, "medium": rec.medium, "steps": len(rec.t) - 1, "dt": rec.model.dt,
         "wall_time_s": rec.wall_time_s, "solver": rec.meta["solver"], "representation": rec.meta["representation"],
         "contact": rec.meta["contact"],
-        # steps where the data-flow law found no dissipative answer and kept max-dissipation's
+        # steps where the data-flow law kept max-dissipation's impulses (simulation.step: no motion under
+        # the data's flow for the sliding feet, or the grains' term would have done work)
         "law_fallback_steps": int(rec.meta.get("law_fallback_steps", 0)),
         "bodies": {name: {"initial": first[name], "final": last[name]} for name in first},
         "max_penetration_m": float(depth.max()) if depth.size else 0.0,

@@ -179,14 +179,9 @@ class Tracked:
     representation: str
 
 
-#: RMS distance (m) from the recorded path past which a simulated foot has not tracked it but diverged
-#: (the paper's gains trail the DEM's fast paths by at most 17 mm).
+#: Distance (m) from the recorded path past which a simulated foot has not tracked it but diverged
+#: (the paper's gains trail the DEM's fast paths by at most 17 mm, RMS).
 DIVERGED = 0.1
-
-
-def _pose_at(traj: Trajectory, t: float) -> np.ndarray:
-    """The recorded pose at ``t`` s after the run's start (linear between samples)."""
-    return np.array([np.interp(t, traj.t - traj.t[0], traj.pose[:, i]) for i in range(3)])
 
 
 def simulate(model, medium: str, scenario_name: str, traj: Trajectory, law: str = DEFAULT_LAW) -> Tracked:
@@ -219,20 +214,26 @@ def simulate(model, medium: str, scenario_name: str, traj: Trajectory, law: str 
         t[i], w[i], fallback[i], v[i] = s.state.t - spec.dt, s.info.wrench[0], s.info.fallback, s.state.v[:3]
         q[i] = *s.info.p_center[0], s.info.theta[0, 1]
 
-    where = f"--sim {scenario_name}, run {traj.name}"
-    diverged = f"the tracker diverged: its gains are too stiff for dt = {spec.dt:g} s"
+    on = traj.t - traj.t[0]
+    where = f"--sim {scenario_name}, run {traj.name}: the simulated foot"
+    diverged = (f"the tracker diverged (gains too stiff for dt = {spec.dt:g} s) or cannot follow the path (too "
+                "soft for its speed)")
     try:
         sim.rollout(steps, [record])
-    except GranularError as error:
-        last = sim.steps - 1  # the last step recorded
-        off = np.hypot(*(q[last, :2] - _pose_at(traj, t[last])[:2])) if last >= 0 else 0.0
-        raise GranularError(f"{where}: {error}" + (f" ({diverged})" if not off <= DIVERGED else "")) from None
-    on = traj.t - traj.t[0]
+    except Exception as error:
+        last = sim.steps - 1  # the last step recorded: where the foot was when the step failed
+        off = np.hypot(q[last, 0] - np.interp(t[last], on, traj.pose[:, 0]),
+                       q[last, 1] - np.interp(t[last], on, traj.pose[:, 1])) if last >= 0 else 0.0
+        if off <= DIVERGED:
+            raise
+        raise GranularError(f"{where} was {off:.3g} m off the recorded path when its step failed ({error}): "
+                            f"{diverged}") from error
     wrench, pose, twist = (np.column_stack([np.interp(on, t, a[:, i]) for i in range(3)]) for a in (w, q, v))
     own = replace(traj, pose=pose, twist=twist, wrench=wrench)
-    tracking = float(np.sqrt(np.mean(np.sum((pose[:, :2] - traj.pose[:, :2]) ** 2, axis=1))))
-    if not tracking <= DIVERGED:
-        raise GranularError(f"{where}: the simulated foot left the recorded path by {tracking:.3g} m (RMS): {diverged}")
+    off = np.sqrt(np.sum((pose[:, :2] - traj.pose[:, :2]) ** 2, axis=1))
+    if not off.max() <= DIVERGED:
+        raise GranularError(f"{where} left the recorded path by up to {off.max():.3g} m: {diverged}")
+    tracking = float(np.sqrt(np.mean(off ** 2)))
     return Tracked(wrench, own, tracking, int(fallback.sum()), spec.representation)
 
 
