@@ -24,9 +24,8 @@ def test_push_only_the_front_feet_slip():
     law). Measured over the push: front 9.9 cm, rear 0.5 mm (data-flow); front 18.5 cm, rear 0.1 mm
     (max-dissipation)."""
     rec = run("quad-push")
-    step = np.abs(np.diff(rec.p_center[..., 0], axis=0)) * rec.active[1:]
     pushing = (rec.t[2:] > 1.5) & (rec.t[2:] <= 3.0)
-    slip = step[pushing].sum(axis=0)
+    slip = scenarios.travel(rec)[pushing].sum(axis=0)
     names = rec.model.feet.names
     front = min(slip[names.index("front_1")], slip[names.index("front_2")])
     rear = max(slip[names.index("rear_1")], slip[names.index("rear_2")])

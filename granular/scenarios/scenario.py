@@ -443,6 +443,17 @@ def body_state(mb, q, v):
             for i, b in enumerate(mb.bodies)}
 
 
+def travel(rec: Run) -> np.ndarray:
+    """(steps − 1, feet): the horizontal distance each foot's p_center moves from one recorded step to
+    the next while it stays in contact (``slip_m`` sums it over the run)."""
+    step = np.diff(rec.p_center, axis=0)
+    # a foot tipped past lying flat changes the end that meets the medium (contact.detection): that jump
+    # of p_center by about the foot's length is not travel; no foot moves half its length in one step
+    length = np.array([c.foot.length for c in rec.model.feet.contacts])
+    kept = rec.active[1:] & rec.active[:-1] & (np.hypot(step[..., 0], step[..., 1]) < 0.5 * length)
+    return np.abs(step[..., 0]) * kept
+
+
 def summary(rec: Run) -> dict:
     """The ``--json`` object of a run. Body x, z are centre-of-mass coordinates; angle is
     the body frame's angle (for a foot, its tilt from vertical). Per foot: ``slip_m``, the
@@ -455,12 +466,7 @@ def summary(rec: Run) -> dict:
     mb = rec.model.multibody
     first, last = body_state(mb, rec.q[0], rec.v[0]), body_state(mb, rec.q[-1], rec.v[-1])
     depth = np.where(rec.active, -rec.theta[..., 0], 0.0)
-    step = np.diff(rec.p_center, axis=0)
-    # a foot tipped past lying flat changes the end that meets the medium (contact.detection): that jump
-    # of p_center by about the foot's length is not travel; no foot moves half its length in one step
-    length = np.array([c.foot.length for c in rec.model.feet.contacts])
-    kept = rec.active[1:] & rec.active[:-1] & (np.hypot(step[..., 0], step[..., 1]) < 0.5 * length)
-    moved = np.abs(step[..., 0]) * kept
+    moved = travel(rec)
     outside = rec.model.wrenches.outside(rec.theta.reshape(-1, 2)).reshape(rec.active.shape) & rec.active
     extra = {}
     if rec.model.leading_foot is not None:  # a walker: its steps and limit cycle
