@@ -40,6 +40,15 @@ def test_a_workdir_of_another_bed_is_not_reused(tmp_path):
         dem.prepare_bed(dem.Bed(900, (0.3, 0.14, 0.3)), tmp_path)
 
 
+@needs_yade
+def test_yade_past_its_time_limit_is_stopped_with_a_clear_error(tmp_path):
+    from granular.data import dem
+    from granular.errors import GranularError
+
+    with pytest.raises(GranularError, match="ran past its 1 s on slow"):
+        dem._run_yade("import time\ntime.sleep(120)\n", {}, tmp_path, "slow", tmp_path / "never", timeout=1)
+
+
 def test_a_run_is_done_only_with_the_same_parameters(tmp_path):
     from granular.data import dem
 
@@ -119,13 +128,20 @@ def test_acquire_refuses_bad_dem_options_in_one_line(tmp_path):
 
 @pytest.mark.slow
 @needs_yade
-def test_a_soft_periodic_bed_settles_on_its_floor_and_takes_a_run(tmp_path):
+def test_a_soft_periodic_bed_settles_on_its_floor_and_takes_a_run(tmp_path, monkeypatch):
     from granular.data import dem, ingest
     from granular.foot import Foot
 
     bed = dem.Bed(600, (0.3, 0.14, 0.3), young=1e7, seed=1, periodic=True)
-    dem.prepare_bed(bed, tmp_path, threads=1)
+    reports = []
+    monkeypatch.setattr(dem._BedBar, "show", lambda bar, report: reports.append(report))
+    dem.prepare_bed(bed, tmp_path, threads=1, progress=True)
     info = json.loads((tmp_path / "bed.yade.gz.json").read_text())
+    assert reports, "the bed's progress reached the caller"
+    times = [r["t"] for r in reports]
+    assert times == sorted(times) and reports[-1]["phase"] == "level", reports[-1]
+    last = reports[-1]
+    assert last["unbalanced"] <= last["settled"] or last["t"] >= last["until"], "it stopped settled or at its limit"
     assert info["below_floor"] == 0, "no bead falls through the floor of the periodic cell"
     assert info["unbalanced"] < 0.2 and 0.0 < info["overlap_max"] < 0.2
     assert info["spheres"] <= 600 and abs(info["surface_z"] - bed.depth) < 3 * bed.radius

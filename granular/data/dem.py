@@ -115,16 +115,25 @@ O.engines = [ForceResetter(), InsertionSortCollider([Bo1_Sphere_Aabb(), Bo1_Face
                              [Ip2_FrictMat_FrictMat_FrictPhys()], [Law2_ScGeom_FrictPhys_CundallStrack()]),
              NewtonIntegrator(gravity=(0, 0, -9.81), damping=0.4)]
 O.dt = 0.7 * PWaveTimeStep()
+import os
+def report(phase, until):   # read by the caller for its progress bar (granular.data.dem._run_yade)
+    with open(OUT + ".progress.tmp", "w") as fh:
+        json.dump({"phase": phase, "t": O.time, "until": until, "unbalanced": unbalancedForce(),
+                   "settled": P["settled"]}, fh)
+    os.replace(OUT + ".progress.tmp", OUT + ".progress")
 fall = math.sqrt(2 * top / 9.81) + 0.1     # time for the highest sphere to land
 while O.time < fall or (unbalancedForce() > P["settled"] and O.time < fall + 2.0):
     O.run(1000, True)
+    report("rain" if O.time < fall else "settle", fall + 2.0)
 level = P["depth"] - P["radius"]
 for b in list(O.bodies):
     if isinstance(b.shape, Sphere) and b.dynamic and b.state.pos[2] > level:
         O.bodies.erase(b.id)
 t_level = O.time
+report("level", t_level + 1.0)
 while unbalancedForce() > P["settled"] and O.time < t_level + 1.0:   # the levelled surface comes to rest
     O.run(1000, True)
+    report("level", t_level + 1.0)
 beads = [b for b in O.bodies if isinstance(b.shape, Sphere) and b.dynamic]
 tops = sorted(b.state.pos[2] + b.shape.radius for b in beads)
 layer = [z for z in tops if z > tops[-1] - 2 * P["radius"]]
@@ -311,18 +320,58 @@ os.replace(OUT + ".tmp", OUT)
 '''
 
 
-def _run_yade(script: str, params: dict, workdir: Path, name: str, out: Path, timeout: float, threads: int = 1):
+def _run_yade(script: str, params: dict, workdir: Path, name: str, out: Path, timeout: float | None,
+              threads: int = 1, progress=None):
+    """Run ``script`` in YADE on ``threads``; its output goes to ``workdir/name.log``. ``progress``, if
+    given, is called about every second (and once at the end) with what the script last wrote to
+    ``out.progress`` (the bed script writes its simulated time and unbalanced force there)."""
     workdir.mkdir(parents=True, exist_ok=True)
     pfile = workdir / f"{name}.params.json"
     pfile.write_text(json.dumps(params))
     sfile = workdir / f"{name}.py"
     sfile.write_text(f"PARAMS = {str(pfile)!r}\nOUT = {str(out)!r}\n" + script)
-    proc = subprocess.run([yade_command(), "-j", str(threads), "-n", "-x", str(sfile)],
-                          capture_output=True, text=True, timeout=timeout)
+    logfile, report = workdir / f"{name}.log", Path(f"{out}.progress")
+    with open(logfile, "w") as sink:
+        proc = subprocess.Popen([yade_command(), "-j", str(threads), "-n", "-x", str(sfile)], stdout=sink,
+                                stderr=subprocess.STDOUT, text=True)
+        try:
+            _wait(proc, timeout, report, progress)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise GranularError(f"YADE ran past its {timeout:.0f} s on {name} and was stopped (its output: "
+                                f"{logfile})") from None
+        except BaseException:   # interrupted: YADE must not run on, writing into the workdir
+            proc.kill()
+            proc.wait()
+            raise
     if proc.returncode != 0 or not out.exists():
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
+        tail = logfile.read_text(errors="replace").strip().splitlines()[-5:]
         raise GranularError(f"YADE failed on {name} (exit {proc.returncode}): {' | '.join(tail)}")
     return out
+
+
+def _wait(proc, timeout, report: Path, progress, poll: float = 1.0):
+    """Wait for ``proc``, raising TimeoutExpired past ``timeout`` s, passing ``report``'s contents to
+    ``progress`` as they change."""
+    import time
+
+    start, seen = time.monotonic(), None
+    while True:
+        try:
+            proc.wait(timeout=poll)
+            done = True
+        except subprocess.TimeoutExpired:
+            if timeout is not None and time.monotonic() - start > timeout:
+                raise
+            done = False
+        if progress is not None and report.exists():
+            text = report.read_text()
+            if text and text != seen:
+                seen = text
+                progress(json.loads(text))
+        if done:
+            return
 
 
 def _bed_params(bed: Bed) -> dict:
@@ -333,19 +382,46 @@ def _bed_params(bed: Bed) -> dict:
     return params
 
 
-def prepare_bed(bed: Bed, workdir, timeout: float = 3600, threads: int | None = None) -> Path:
+def prepare_bed(bed: Bed, workdir, timeout: float | None = None, threads: int | None = None,
+                progress: bool = False) -> Path:
     """Rain, settle, level and save the bed once (reused if it is already there); YADE on ``threads``
-    (default: all cores)."""
+    (default: all cores). No time limit by default: the script stops settling after a few simulated
+    seconds of its own, and a large bed takes hours. ``progress``: a bar over the simulated time."""
     out = bed_file(workdir)
     params = _bed_params(bed)
     if not (out.exists() and _bed_info(workdir).exists()):
-        _run_yade(BED_SCRIPT, params, Path(workdir), "bed", out, timeout, threads=threads or os.cpu_count() or 1)
+        with _BedBar(progress) as bar:
+            _run_yade(BED_SCRIPT, params, Path(workdir), "bed", out, timeout,
+                      threads=threads or os.cpu_count() or 1, progress=bar.show)
     # beds made before beds had seeds, or before the periodic option, were seeded from the clock and walled
     kept = {"seed": 0, "periodic": False, **json.loads((Path(workdir) / "bed.params.json").read_text())}
     if kept != json.loads(json.dumps(params)):
         raise GranularError(f"{workdir} holds runs on another bed ({kept['particles']} spheres in a box "
                             f"{kept['box']}, seed {kept['seed']}): give another --workdir, or delete it to start over")
     return out
+
+
+class _BedBar:
+    """The bed's progress: simulated seconds against the script's limit for its phase (it stops sooner
+    once the unbalanced force falls to ``settled``)."""
+
+    def __init__(self, enabled: bool):
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=1.0, desc="bed", unit="sim s", disable=None if enabled else True,
+                        bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.2f}/{total:.2f} sim s [{elapsed}] {postfix}")
+
+    def show(self, report: dict):
+        self.bar.total = max(report["until"], report["t"])
+        self.bar.n = report["t"]
+        self.bar.set_postfix_str(f"{report['phase']}, unbalanced force {report['unbalanced']:.3f} "
+                                 f"(at rest below {report['settled']})")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.bar.close()
 
 
 def bed_file(workdir) -> Path:
@@ -459,7 +535,7 @@ def acquire(workdir, bed: Bed, configs, directions, velocity_scale, t_total, foo
     workdir = Path(workdir).resolve()
     runs = plan(bed_file(workdir), bed, configs, directions, velocity_scale, t_total, foot, medium, insert_speed)
     log.info("preparing the bed (%d spheres, %.3f m deep) in %s", bed.particles, bed.depth, workdir)
-    prepare_bed(bed, workdir, threads=threads)
+    prepare_bed(bed, workdir, threads=threads, progress=progress)
     done = [r for r in runs if is_done(r, workdir)]
     log.info("%d runs, %d already done", len(runs), len(done))
     cluster = None if scheduler else LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
@@ -666,7 +742,7 @@ def _bed_summary(bed: Bed, workdir) -> dict:
 
 def acquire_paths(workdir, beds, paths=None, foot=None, medium="beads", workers: int = 2, scheduler=None,
                   insert_speed: float = 1.0, cutoff: float = PATH_CUTOFF_HZ, rate: float = PATH_RATE_HZ,
-                  out=None, timeout: float = 3600, threads: int | None = None):
+                  out=None, timeout: float = 3600, threads: int | None = None, progress: bool = True):
     """Every (bed, path) as a Dask task, each bed prepared once in ``workdir/s<seed>`` (on ``threads``
     YADE threads, default all cores); resumable, a failed run logged and skipped. Returns the CSV
     paths (``PATH_sSEED.csv``), also copied with their sidecars into ``out`` if given."""
@@ -685,7 +761,7 @@ def acquire_paths(workdir, beds, paths=None, foot=None, medium="beads", workers:
         folder = workdir / f"s{bed.seed}"
         log.info("preparing the bed of seed %d (%d spheres, %.3f m deep) in %s", bed.seed, bed.particles,
                  bed.depth, folder)
-        prepare_bed(bed, folder, threads=threads)
+        prepare_bed(bed, folder, threads=threads, progress=progress)
         summary = _bed_summary(bed, folder)
         log.info("bed of seed %d: %d spheres kept, packing %.3f, %.0f s", bed.seed, summary["spheres"],
                  summary["packing_measured"], summary["seconds"])

@@ -141,7 +141,7 @@ def run_variant(name: str, variant: Variant, workdir: Path, rows: list, out: Pat
     foot, scale = Foot(), np.array(dem.BEADS_VELOCITY_SCALE)
     folder = workdir / _bed_dir(variant.bed)
     t = time.time()
-    dem.prepare_bed(variant.bed, folder, threads=1)
+    dem.prepare_bed(variant.bed, folder, threads=1, progress=True)
     info = dem._bed_summary(variant.bed, folder)
     raw = json.loads(dem._bed_info(folder).read_text())
     log.info("%s: bed %s, %d spheres, packing %.3f, unbalanced %.3g (%.0f s)", name, folder.name, info["spheres"],
