@@ -25,6 +25,24 @@ def test_cv_detects_a_bad_regressor(sand):
     assert bad > 3 * good
 
 
+def test_cv_says_where_its_error_lies(sand):
+    """One configuration's wrenches made three times too large carry most of the held-out error,
+    and the cells' shares, largest first, add up to the whole where the data have ten or fewer."""
+    from dataclasses import replace
+
+    below = np.flatnonzero(sand.configs[:, 0] < 0)
+    keep = np.concatenate([np.flatnonzero(sand.configs[:, 0] >= 0), below[:: max(1, len(below) // 9)][:9]])
+    small = sand.subset(np.sort(keep))
+    j = int(np.flatnonzero(small.configs[:, 0] < 0)[4])
+    wrenches = small.wrenches.copy()
+    wrenches[j] *= 3.0
+    cells = training.cross_validate(replace(small, wrenches=wrenches), names=("rbf",), folds=3)["rbf"]["cells"]
+    assert cells[0]["theta"] == small.configs[j].tolist() and cells[0]["share"] > 0.5, cells[0]
+    shares = [c["share"] for c in cells]
+    assert shares == sorted(shares, reverse=True) and abs(sum(shares) - 1.0) < 1e-9
+    assert all(c["beds"] == 1.0 for c in cells), "synthetic data say nothing of beds"
+
+
 def test_cv_rejects_bad_fold_count(sand):
     with pytest.raises(GranularError, match="--cv 1"):
         training.cross_validate(sand, folds=1)

@@ -58,21 +58,35 @@ def cross_validate(ds: wd.WrenchDataset, names=tuple(REGRESSORS), folds: int = 5
     results = {}
     bar = tqdm(total=len(names) * folds, desc="cross-validation", disable=None if progress else True)
     for name in names:
-        err = np.zeros(3)
-        ref = np.zeros(3)
+        err = np.zeros((ds.n, 3))
+        ref = np.zeros((ds.n, 3))
         for test in splits:
             train = ds.subset(np.setdiff1d(np.arange(ds.n), test))
             lam = noise_smoothing(train, target, kernel, floor) if smoothing == NOISE and name == "rbf" else smoothing
             fold = wm.fit(train, name, target, **_params(name, kernel, lam))
             fold._warned = True  # held-out configurations past a fold's data are expected: no warning
-            e, r = _squares(fold.points(ds.configs[test]), ds.wrenches[test], ds.valid[test], scale)
-            err, ref = err + e, ref + r
+            for j, w in zip(test, fold.points(ds.configs[test])):
+                err[j], ref[j] = _squares(w[None], ds.wrenches[j][None], ds.valid[j][None], scale)
             bar.update()
-        per_axis = np.sqrt(err / np.maximum(ref, 1e-300))
+        per_axis = np.sqrt(err.sum(axis=0) / np.maximum(ref.sum(axis=0), 1e-300))
         results[name] = {"rel_rmse": float(np.sqrt(err.sum() / ref.sum())),
-                         **{f"rel_rmse_{a}": float(v) for a, v in zip(("fx", "fz", "tau"), per_axis)}}
+                         **{f"rel_rmse_{a}": float(v) for a, v in zip(("fx", "fz", "tau"), per_axis)},
+                         "cells": _cells(ds, below, err.sum(axis=1), ref.sum(axis=1))}
     bar.close()
     return results
+
+
+def _cells(ds: wd.WrenchDataset, below, err, ref) -> list:
+    """Where the cross-validation error lies, the ten largest shares first: per configuration, its share of
+    the summed squared error, its own relative RMS error, and in how many beds it was measured (the
+    median over its directions; 1 where the data do not say), which says where more data would help."""
+    n = ds.provenance.get("realisations")
+    cells = []
+    for j in below:
+        beds = float(np.median(n[j][ds.valid[j]])) if n is not None and ds.valid[j].any() else 1.0
+        cells.append({"theta": ds.configs[j].tolist(), "share": float(err[j] / err.sum()),
+                      "rel_rmse": float(np.sqrt(err[j] / max(ref[j], 1e-300))), "beds": beds})
+    return sorted(cells, key=lambda c: -c["share"])[:10]
 
 
 def cv_noise_floor(ds: wd.WrenchDataset) -> dict | None:
