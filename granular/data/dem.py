@@ -85,7 +85,7 @@ def yade_command():
 
 
 BED_SCRIPT = r'''
-import json, math
+import json, math, os
 from yade import pack
 P = json.load(open(PARAMS))
 Lx, Ly, Lz = P["box"]
@@ -115,7 +115,6 @@ O.engines = [ForceResetter(), InsertionSortCollider([Bo1_Sphere_Aabb(), Bo1_Face
                              [Ip2_FrictMat_FrictMat_FrictPhys()], [Law2_ScGeom_FrictPhys_CundallStrack()]),
              NewtonIntegrator(gravity=(0, 0, -9.81), damping=0.4)]
 O.dt = 0.7 * PWaveTimeStep()
-import os
 def report(phase, until):   # read by the caller for its progress bar (granular.data.dem._run_yade)
     with open(OUT + ".progress.tmp", "w") as fh:
         json.dump({"phase": phase, "t": O.time, "until": until, "unbalanced": unbalancedForce(),

@@ -81,10 +81,10 @@ def _cells(ds: wd.WrenchDataset, below, err, ref) -> list:
     the summed squared error, its own relative RMS error, and in how many beds it was measured (the
     median over its directions; 1 where the data do not say), which says where more data would help."""
     n = ds.provenance.get("realisations")
-    cells = []
+    cells, total = [], max(err.sum(), 1e-300)
     for j in below:
         beds = float(np.median(n[j][ds.valid[j]])) if n is not None and ds.valid[j].any() else 1.0
-        cells.append({"theta": ds.configs[j].tolist(), "share": float(err[j] / err.sum()),
+        cells.append({"theta": ds.configs[j].tolist(), "share": float(err[j] / total),
                       "rel_rmse": float(np.sqrt(err[j] / max(ref[j], 1e-300))), "beds": beds})
     return sorted(cells, key=lambda c: -c["share"])[:10]
 
