@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import asdict, dataclass
@@ -345,7 +346,7 @@ def _run_yade(script: str, params: dict, workdir: Path, name: str, out: Path, ti
             proc.wait()
             raise
     if proc.returncode != 0 or not out.exists():
-        tail = logfile.read_text(errors="replace").strip().splitlines()[-5:]
+        tail = re.sub(r"\x1b\[[0-9;]*m", "", logfile.read_text(errors="replace")).strip().splitlines()[-5:]
         raise GranularError(f"YADE failed on {name} (exit {proc.returncode}): {' | '.join(tail)}")
     return out
 
