@@ -25,6 +25,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -354,8 +355,6 @@ def _run_yade(script: str, params: dict, workdir: Path, name: str, out: Path, ti
 def _wait(proc, timeout, report: Path, progress, poll: float = 1.0):
     """Wait for ``proc``, raising TimeoutExpired past ``timeout`` s, passing ``report``'s contents to
     ``progress`` as they change."""
-    import time
-
     start, seen = time.monotonic(), None
     while True:
         try:
@@ -403,19 +402,27 @@ def prepare_bed(bed: Bed, workdir, timeout: float | None = None, threads: int | 
 
 class _BedBar:
     """The bed's progress: simulated seconds against the script's limit for its phase (it stops sooner
-    once the unbalanced force falls to ``settled``)."""
+    once the unbalanced force falls to ``settled``). Without a terminal (a job in the background) the
+    same line is logged once a minute instead."""
+
+    EVERY = 60.0   # s between log lines without a terminal
 
     def __init__(self, enabled: bool):
         from tqdm import tqdm
 
         self.bar = tqdm(total=1.0, desc="bed", unit="sim s", disable=None if enabled else True,
                         bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.2f}/{total:.2f} sim s [{elapsed}] {postfix}")
+        self.logged = time.monotonic() if enabled and self.bar.disable else None
 
     def show(self, report: dict):
+        state = (f"{report['phase']}, unbalanced force {report['unbalanced']:.3f} "
+                 f"(at rest below {report['settled']})")
         self.bar.total = max(report["until"], report["t"])
         self.bar.n = report["t"]
-        self.bar.set_postfix_str(f"{report['phase']}, unbalanced force {report['unbalanced']:.3f} "
-                                 f"(at rest below {report['settled']})")
+        self.bar.set_postfix_str(state)
+        if self.logged is not None and time.monotonic() - self.logged >= self.EVERY:
+            self.logged = time.monotonic()
+            log.info("bed: %.2f of at most %.2f s simulated, %s", report["t"], self.bar.total, state)
 
     def __enter__(self):
         return self
