@@ -47,6 +47,7 @@ def test_yade_past_its_time_limit_is_stopped_with_a_clear_error(tmp_path):
 
     with pytest.raises(GranularError, match="ran past its 1 s on slow"):
         dem._run_yade("import time\ntime.sleep(120)\n", {}, tmp_path, "slow", tmp_path / "never", timeout=1)
+    assert (tmp_path / "slow.log").exists(), "YADE's output is kept for the user to read"
 
 
 def test_a_run_is_done_only_with_the_same_parameters(tmp_path):

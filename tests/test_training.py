@@ -40,7 +40,12 @@ def test_cv_says_where_its_error_lies(sand):
     assert cells[0]["theta"] == small.configs[j].tolist() and cells[0]["share"] > 0.5, cells[0]
     shares = [c["share"] for c in cells]
     assert shares == sorted(shares, reverse=True) and abs(sum(shares) - 1.0) < 1e-9
-    assert all(c["beds"] == 1.0 for c in cells), "synthetic data say nothing of beds"
+    assert all(c["realisations"] == 1.0 for c in cells), "synthetic data say nothing of realisations"
+    counts = np.ones(small.valid.shape)
+    counts[j] = 3.0
+    cells = training.cross_validate(replace(small, wrenches=wrenches, provenance={"realisations": counts}),
+                                    names=("rbf",), folds=3)["rbf"]["cells"]
+    assert [c["realisations"] for c in cells if c["theta"] == small.configs[j].tolist()] == [3.0]
 
 
 def test_cv_rejects_bad_fold_count(sand):

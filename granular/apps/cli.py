@@ -301,11 +301,11 @@ def cmd_train(args):
             for name, v in r["cv"].items():
                 _say(f"  {name:<10}{v['rel_rmse']:>8.4f}{v['rel_rmse_fx']:>8.4f}"
                      f"{v['rel_rmse_fz']:>8.4f}{v['rel_rmse_tau']:>8.4f}")
-            _say(f"  where {r['regressor']}'s error lies (share of the squared error, the configuration's own error, "
-                 f"beds it was measured in):")
+            _say(f"  where {r['regressor']}'s error lies, the five largest shares (share of the squared error, the "
+                 f"configuration's own error, realisations it averages):")
             for c in r["cv"][r["regressor"]]["cells"][:5]:
                 _say(f"    d {c['theta'][0]:+.3f} m, φ {c['theta'][1]:.2f} rad: {c['share']:4.0%}, "
-                     f"{c['rel_rmse']:.2f}, {c['beds']:g}")
+                     f"{c['rel_rmse']:.2f}, {c['realisations']:g}")
         if "cv_noise_floor" in r:
             f = r["cv_noise_floor"]
             _say(f"  the data's own noise alone would score {f['floor']:.4f} (bed-to-bed spread: "

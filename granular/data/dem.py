@@ -323,15 +323,28 @@ os.replace(OUT + ".tmp", OUT)
 
 def _run_yade(script: str, params: dict, workdir: Path, name: str, out: Path, timeout: float | None,
               threads: int = 1, progress=None):
-    """Run ``script`` in YADE on ``threads``; its output goes to ``workdir/name.log``. ``progress``, if
-    given, is called about every second (and once at the end) with what the script last wrote to
-    ``out.progress`` (the bed script writes its simulated time and unbalanced force there)."""
+    """Run ``script`` with ``params`` in YADE on ``threads``, expecting it to write ``out``. ``progress``:
+    as :func:`_yade`'s, for what the script writes to ``out.progress``."""
     workdir.mkdir(parents=True, exist_ok=True)
     pfile = workdir / f"{name}.params.json"
     pfile.write_text(json.dumps(params))
     sfile = workdir / f"{name}.py"
     sfile.write_text(f"PARAMS = {str(pfile)!r}\nOUT = {str(out)!r}\n" + script)
-    logfile, report = workdir / f"{name}.log", Path(f"{out}.progress")
+    code, tail = _yade(sfile, name, timeout, threads, Path(f"{out}.progress"), progress)
+    if code != 0 or not out.exists():
+        raise GranularError(f"YADE failed on {name} (exit {code}; {workdir / name}.log): {tail}")
+    return out
+
+
+def _yade(sfile: Path, name: str, timeout: float | None, threads: int = 1, report: Path | None = None,
+          progress=None) -> tuple[int, str]:
+    """Run the YADE script ``sfile`` on ``threads``, its output in ``NAME.log`` beside it; return its exit
+    code and its output's last lines. Past ``timeout`` s (None: no limit) it is stopped with a
+    GranularError. ``progress``, if given, is called about every second with what the script last
+    wrote to ``report`` (the bed script: its simulated time and unbalanced force)."""
+    logfile = sfile.with_name(f"{name}.log")
+    if report is not None:
+        report.unlink(missing_ok=True)   # an interrupted bed's last report is not this one's
     with open(logfile, "w") as sink:
         proc = subprocess.Popen([yade_command(), "-j", str(threads), "-n", "-x", str(sfile)], stdout=sink,
                                 stderr=subprocess.STDOUT, text=True)
@@ -340,21 +353,20 @@ def _run_yade(script: str, params: dict, workdir: Path, name: str, out: Path, ti
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-            raise GranularError(f"YADE ran past its {timeout:.0f} s on {name} and was stopped (its output: "
+            raise GranularError(f"YADE ran past its {timeout:g} s on {name} and was stopped (its output: "
                                 f"{logfile})") from None
         except BaseException:   # interrupted: YADE must not run on, writing into the workdir
             proc.kill()
             proc.wait()
             raise
-    if proc.returncode != 0 or not out.exists():
-        tail = re.sub(r"\x1b\[[0-9;]*m", "", logfile.read_text(errors="replace")).strip().splitlines()[-5:]
-        raise GranularError(f"YADE failed on {name} (exit {proc.returncode}): {' | '.join(tail)}")
-    return out
+    lines = re.sub(r"\x1b\[[0-9;]*m", "", logfile.read_text(errors="replace")).strip().splitlines()
+    return proc.returncode, " | ".join(lines[-5:])
 
 
-def _wait(proc, timeout, report: Path, progress, poll: float = 1.0):
+def _wait(proc, timeout, report: Path | None, progress, poll: float = 1.0):
     """Wait for ``proc``, raising TimeoutExpired past ``timeout`` s, passing ``report``'s contents to
-    ``progress`` as they change."""
+    ``progress`` as they change. The script replaces ``report`` whole (``os.replace``), so a read
+    never sees half of it."""
     start, seen = time.monotonic(), None
     while True:
         try:
@@ -364,11 +376,15 @@ def _wait(proc, timeout, report: Path, progress, poll: float = 1.0):
             if timeout is not None and time.monotonic() - start > timeout:
                 raise
             done = False
-        if progress is not None and report.exists():
+        if progress is not None and report is not None and report.exists():
             text = report.read_text()
             if text and text != seen:
                 seen = text
-                progress(json.loads(text))
+                try:
+                    progress(json.loads(text))
+                except Exception as exc:   # a display must not stop a bed hours in
+                    log.warning("progress display stopped: %s", exc)
+                    progress = None
         if done:
             return
 
@@ -391,7 +407,7 @@ def prepare_bed(bed: Bed, workdir, timeout: float | None = None, threads: int | 
     if not (out.exists() and _bed_info(workdir).exists()):
         with _BedBar(progress) as bar:
             _run_yade(BED_SCRIPT, params, Path(workdir), "bed", out, timeout,
-                      threads=threads or os.cpu_count() or 1, progress=bar.show)
+                      threads=threads or os.cpu_count() or 1, progress=bar.show if progress else None)
     # beds made before beds had seeds, or before the periodic option, were seeded from the clock and walled
     kept = {"seed": 0, "periodic": False, **json.loads((Path(workdir) / "bed.params.json").read_text())}
     if kept != json.loads(json.dumps(params)):
@@ -411,7 +427,7 @@ class _BedBar:
         from tqdm import tqdm
 
         self.bar = tqdm(total=1.0, desc="bed", unit="sim s", disable=None if enabled else True,
-                        bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.2f}/{total:.2f} sim s [{elapsed}] {postfix}")
+                        bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.2f}/{total:.2f} sim s [{elapsed}]{postfix}")
         self.logged = time.monotonic() if enabled and self.bar.disable else None
 
     def show(self, report: dict):
@@ -471,15 +487,14 @@ def run_batch(batch: list, workdir: str, timeout: float = 3600) -> list:
         name = f"batch_{todo[0]['name']}"
         sfile = work / f"{name}.py"
         sfile.write_text(f"JOBS = {jobs!r}\nRUN = {RUN_SCRIPT!r}\n" + BATCH_SCRIPT)
-        proc = subprocess.run([yade_command(), "-j", "1", "-n", "-x", str(sfile)], capture_output=True, text=True,
-                              timeout=timeout * len(todo))
-        tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
+        code, tail = _yade(sfile, name, timeout * len(todo))
     results = []
     for p in batch:
         if is_done(p, work):
             results.append((p["name"], str(work / f"{p['name']}.csv"), None))
         else:
-            results.append((p["name"], None, f"YADE failed on {p['name']} (exit {proc.returncode}): {tail}"))
+            error = f"YADE failed on {p['name']} (exit {code}; {work / name}.log): {tail}"
+            results.append((p["name"], None, error))
     return results
 
 

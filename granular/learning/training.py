@@ -39,7 +39,8 @@ log = logging.getLogger(__name__)
 def cross_validate(ds: wd.WrenchDataset, names=tuple(REGRESSORS), folds: int = 5, seed: int = 0,
                    progress: bool = False, target: str = "wrench", kernel: str | None = None,
                    smoothing: float | str = 0.0) -> dict:
-    """K-fold CV over configurations: {regressor: {rel_rmse, rel_rmse_fx, rel_rmse_fz, rel_rmse_tau}}.
+    """K-fold CV over configurations: {regressor: {rel_rmse, rel_rmse_fx, rel_rmse_fz, rel_rmse_tau, cells}}
+    (``cells``: where the error lies, :func:`_cells`).
     ``kernel``, ``smoothing``: the RBF's (its defaults where None, 0); smoothing :data:`NOISE` is
     chosen again in every fold from the fold's own training data (its noise floor; the whole data's
     where the fold holds no sample measured in two beds), so that the held-out cells play no part.
@@ -78,14 +79,15 @@ def cross_validate(ds: wd.WrenchDataset, names=tuple(REGRESSORS), folds: int = 5
 
 def _cells(ds: wd.WrenchDataset, below, err, ref) -> list:
     """Where the cross-validation error lies, the ten largest shares first: per configuration, its share of
-    the summed squared error, its own relative RMS error, and in how many beds it was measured (the
-    median over its directions; 1 where the data do not say), which says where more data would help."""
+    the summed squared error, its own relative RMS error, and how many realisations its samples average
+    (``realisations``, the median over its directions: beds, or runs repeated in one bed; 1 where the
+    data do not say)."""
     n = ds.provenance.get("realisations")
     cells, total = [], max(err.sum(), 1e-300)
     for j in below:
-        beds = float(np.median(n[j][ds.valid[j]])) if n is not None and ds.valid[j].any() else 1.0
+        reps = float(np.median(n[j][ds.valid[j]])) if n is not None and ds.valid[j].any() else 1.0
         cells.append({"theta": ds.configs[j].tolist(), "share": float(err[j] / total),
-                      "rel_rmse": float(np.sqrt(err[j] / max(ref[j], 1e-300))), "beds": beds})
+                      "rel_rmse": float(np.sqrt(err[j] / max(ref[j], 1e-300))), "realisations": reps})
     return sorted(cells, key=lambda c: -c["share"])[:10]
 
 
