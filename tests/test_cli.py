@@ -1,5 +1,6 @@
 """CLI smoke tests through the real entry point (the installed ``granular`` script)."""
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -33,6 +34,21 @@ def test_train_json_has_cv_for_every_regressor(trained):
     assert (tmp / "p_model.h5").is_file()
     for fig in result["figures"]:
         assert (tmp / "fig").exists() and open(fig, "rb").read(8).startswith(b"\x89PNG")
+
+
+def test_train_on_beads_says_how_much_of_its_error_is_noise(tmp_path):
+    """On data with bed-to-bed noise (the shipped Beads), the human summary gives the noise floor and
+    the noise budget (a smooth medium measured with that noise), each with its numbers."""
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parents[1] / "data" / "beads.h5"
+    out = granular("train", data, "--out", tmp_path / "m.h5", "--cv", 3, "--target", "per-depth",
+                   "--smoothing", "noise").stderr
+    assert "the data's own noise alone would score 0." in out
+    line = next(x for x in out.splitlines() if "the RBF on a smooth medium" in x)
+    assert "1 more bed in every cell" in line and "3 more beds in every cell" in line, line
+    cells = out.split("where rbf's error lies")[1].splitlines()[1:6]
+    assert all(re.search(r"rad: +\d+%, \d\.\d\d \(\d\.\d\d\), \d", c) for c in cells), cells
 
 
 def test_inspect_model_at_theta(trained):

@@ -162,6 +162,31 @@ def test_a_job_learns_with_the_rbf_kernel_it_names(sand, tmp_path):
         training.load_job(job)
 
 
+def test_cv_noise_budget_is_the_error_of_a_smooth_medium_at_the_data_noise(sand):
+    """The budget's medium is smooth by construction (a model's W): measured without noise it scores
+    that model's own interpolation error; with the data's noise it scores more, more beds less; and a
+    job that cross-validates data with a spread reports it."""
+    from dataclasses import replace
+    from granular.learning import model as wm
+
+    rng = np.random.default_rng(3)
+    w = sand.wrenches * (1 + 0.2 * rng.standard_normal(sand.wrenches.shape))
+    n = np.ones(sand.valid.shape)
+    n[::2] = 2.0  # half the configurations from two beds, half from one
+    noisy = replace(sand, wrenches=w, provenance={"realisations": n, "realisation_spread": 0.2 * np.abs(w)})
+    truth = wm.fit(sand)
+    budget = training.cv_noise_budget(noisy, truth, folds=3, extra_beds=(0, 1, 3), draws=2)["rel_rmse"]
+    assert budget["0"] > budget["1"] > budget["3"]
+    assert budget["0"] > training.cv_noise_floor(noisy)["floor"], "the held-out cells' neighbours are noisy too"
+    quiet = replace(noisy, provenance={"realisations": n, "realisation_spread": 1e-9 * np.abs(w)})
+    smooth = replace(sand, wrenches=truth.points(sand.configs))
+    exact = training.cross_validate(smooth, ("rbf",), 3)["rbf"]["rel_rmse"]
+    below = sand.configs[:, 0] < 0
+    assert np.abs(smooth.wrenches[~below] - sand.wrenches[~below]).max() < 1e-6 * np.abs(sand.wrenches).max()
+    assert training.cv_noise_budget(quiet, truth, folds=3, extra_beds=(0,), draws=1)["rel_rmse"]["0"] == pytest.approx(exact, rel=1e-3)
+    assert training.cv_noise_budget(sand, truth, folds=3) is None, "synthetic data have no bed-to-bed noise"
+
+
 def test_smoothing_from_the_data_noise_misses_the_samples_by_that_noise(sand, tmp_path, monkeypatch):
     """``smoothing = "noise"`` (discrepancy principle): the largest λ whose model misses its own samples
     by no more than the data's noise floor; more noise, more smoothing; a job and its folds use it;
@@ -195,6 +220,8 @@ def test_smoothing_from_the_data_noise_misses_the_samples_by_that_noise(sand, tm
                              "smoothing_from_noise": True}
     assert wm.load(tmp_path / "m.h5").params["group0"]["smoothing"] == pytest.approx(lams[1])
     assert wm.load(tmp_path / "m.h5").info["rbf"]["smoothing_from_noise"]
+    assert set(result["cv_noise_budget"]["rel_rmse"]) == {"0", "1", "3"}
+    assert result["cv_noise_budget"]["rel_rmse"]["0"] > result["cv_noise_floor"]["floor"]
     chosen, choose = [], training.noise_smoothing
 
     def spy(ds, *args):

@@ -301,16 +301,24 @@ def cmd_train(args):
             for name, v in r["cv"].items():
                 _say(f"  {name:<10}{v['rel_rmse']:>8.4f}{v['rel_rmse_fx']:>8.4f}"
                      f"{v['rel_rmse_fz']:>8.4f}{v['rel_rmse_tau']:>8.4f}")
+            cells = r["cv"][r["regressor"]]["cells"][:5]
+            smooth = all("smooth_rel_rmse" in c for c in cells)
             _say(f"  where {r['regressor']}'s error lies, the five largest shares (share of the squared error, the "
-                 f"configuration's own error, realisations it averages):")
-            for c in r["cv"][r["regressor"]]["cells"][:5]:
+                 f"configuration's own error{' (a smooth medium’s at this noise)' if smooth else ''}, "
+                 f"realisations it averages):")
+            for c in cells:
+                beside = f" ({c['smooth_rel_rmse']:.2f})" if smooth else ""
                 _say(f"    d {c['theta'][0]:+.3f} m, φ {c['theta'][1]:.2f} rad: {c['share']:4.0%}, "
-                     f"{c['rel_rmse']:.2f}, {c['realisations']:g}")
+                     f"{c['rel_rmse']:.2f}{beside}, {c['realisations']:g}")
         if "cv_noise_floor" in r:
             f = r["cv_noise_floor"]
             _say(f"  the data's own noise alone would score {f['floor']:.4f} (bed-to-bed spread: "
                  f"{f['single_bed_spread']:.2f} of the wrench for one bed, from {f['samples_with_spread']} of "
                  f"{f['samples']} samples measured in ≥ 2 beds)")
+            b = r["cv_noise_budget"]["rel_rmse"]
+            more = ", ".join(f"{v:.3f} with {e} more bed{'s' * (e != '1')} in every cell" for e, v in b.items() if e != "0")
+            _say(f"  the RBF on a smooth medium (this model's W) measured with this noise would score {b['0']:.3f}, "
+                 f"{more}; the rest of its {r['cv']['rbf']['rel_rmse']:.3f} is structure between cells")
         if r["rbf"]["smoothing_from_noise"] and r["regressor"] == "rbf":
             _say(f"RBF smoothing {r['rbf']['smoothing']:.3g}: the model misses its own samples by the data's "
                  f"bed-to-bed noise, no more (discrepancy principle)")

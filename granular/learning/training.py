@@ -9,7 +9,7 @@ held-out extreme wrenches per regressor.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -38,9 +38,9 @@ log = logging.getLogger(__name__)
 
 def cross_validate(ds: wd.WrenchDataset, names=tuple(REGRESSORS), folds: int = 5, seed: int = 0,
                    progress: bool = False, target: str = "wrench", kernel: str | None = None,
-                   smoothing: float | str = 0.0) -> dict:
+                   smoothing: float | str = 0.0, cells: int | None = 10) -> dict:
     """K-fold CV over configurations: {regressor: {rel_rmse, rel_rmse_fx, rel_rmse_fz, rel_rmse_tau, cells}}
-    (``cells``: where the error lies, :func:`_cells`).
+    (``cells``: where the error lies, :func:`_cells`, the ``cells`` largest shares; None: every configuration).
     ``kernel``, ``smoothing``: the RBF's (its defaults where None, 0); smoothing :data:`NOISE` is
     chosen again in every fold from the fold's own training data (its noise floor; the whole data's
     where the fold holds no sample measured in two beds), so that the held-out cells play no part.
@@ -72,13 +72,13 @@ def cross_validate(ds: wd.WrenchDataset, names=tuple(REGRESSORS), folds: int = 5
         per_axis = np.sqrt(err.sum(axis=0) / np.maximum(ref.sum(axis=0), 1e-300))
         results[name] = {"rel_rmse": float(np.sqrt(err.sum() / ref.sum())),
                          **{f"rel_rmse_{a}": float(v) for a, v in zip(("fx", "fz", "tau"), per_axis)},
-                         "cells": _cells(ds, below, err.sum(axis=1), ref.sum(axis=1))}
+                         "cells": _cells(ds, below, err.sum(axis=1), ref.sum(axis=1))[:cells]}
     bar.close()
     return results
 
 
 def _cells(ds: wd.WrenchDataset, below, err, ref) -> list:
-    """Where the cross-validation error lies, the ten largest shares first: per configuration, its share of
+    """Where the cross-validation error lies, the largest shares first: per configuration, its share of
     the summed squared error, its own relative RMS error, and how many realisations its samples average
     (``realisations``, the median over its directions: beds, or runs repeated in one bed; 1 where the
     data do not say)."""
@@ -88,32 +88,93 @@ def _cells(ds: wd.WrenchDataset, below, err, ref) -> list:
         reps = float(np.median(n[j][ds.valid[j]])) if n is not None and ds.valid[j].any() else 1.0
         cells.append({"theta": ds.configs[j].tolist(), "share": float(err[j] / total),
                       "rel_rmse": float(np.sqrt(err[j] / max(ref[j], 1e-300))), "realisations": reps})
-    return sorted(cells, key=lambda c: -c["share"])[:10]
+    return sorted(cells, key=lambda c: -c["share"])
 
 
 def cv_noise_floor(ds: wd.WrenchDataset) -> dict | None:
     """The cross-validation error an exact regressor would still show, from the data's bed-to-bed
-    noise alone: a held-out sample is one measurement of its mean, off by its realisation noise.
-    Per sample below the surface, that noise is spread / √n where it was measured in n ≥ 2 beds
-    (``realisation_spread``, the single beds' standard deviation), and ρ |w| where it comes from
-    one bed (or from runs repeated in one bed, which agree exactly), ρ being the single-bed spread
-    relative to the wrench, pooled over the samples that have one. Summed like
-    :func:`cross_validate`'s error (per-axis scale). A lower bound: the held-out cell's neighbours
-    carry noise too. None where the data carry no spread (a synthetic source, or one bed)."""
+    noise alone: a held-out sample is one measurement of its mean, off by its realisation noise
+    (:func:`_sample_noise`). Summed like :func:`cross_validate`'s error (per-axis scale). A lower
+    bound: the held-out cell's neighbours carry noise too. None where the data carry no spread (a
+    synthetic source, or one bed)."""
+    noise = _sample_noise(ds)
+    if noise is None:
+        return None
+    var, rho2, ok, several = noise
+    w2 = _scaled_square(ds)
+    return {"floor": float(np.sqrt(var[ok].sum() / w2[ok].sum())), "single_bed_spread": float(np.sqrt(rho2)),
+            "samples_with_spread": int(several.sum()), "samples": int(ok.sum())}
+
+
+def _scaled_square(ds: wd.WrenchDataset) -> np.ndarray:
+    """|w|² per sample in the per-axis scale of :func:`cross_validate` (0 where invalid)."""
+    return ((np.where(ds.valid[..., None], ds.wrenches, 0.0) / wm.wrench_scale(ds)) ** 2).sum(axis=-1)
+
+
+def _sample_noise(ds: wd.WrenchDataset):
+    """Per sample below the surface, the variance of its realisation noise in the per-axis scale:
+    spread² / n where it was measured in n ≥ 2 beds (``realisation_spread``, the single beds'
+    standard deviation), and ρ² |w|² where it comes from one bed (or from runs repeated in one bed,
+    which agree exactly), ρ being the single-bed spread relative to the wrench, pooled over the
+    samples that have one. Returns (variance, ρ², below-and-valid mask, measured-in-beds mask), or
+    None where no sample has a spread."""
     n, spread = ds.provenance.get("realisations"), ds.provenance.get("realisation_spread")
     if n is None or spread is None:
         return None
-    scale = wm.wrench_scale(ds)
     ok = ds.valid & (ds.configs[:, 0] < 0)[:, None]
-    w2 = ((np.where(ok[..., None], ds.wrenches, 0.0) / scale) ** 2).sum(axis=-1)
-    s2 = ((np.where(ok[..., None], spread, 0.0) / scale) ** 2).sum(axis=-1)
+    w2 = _scaled_square(ds)
+    s2 = ((np.where(ok[..., None], spread, 0.0) / wm.wrench_scale(ds)) ** 2).sum(axis=-1)
     several = ok & (n >= 2) & (s2 > 0)  # spread 0: runs repeated in one bed (deterministic), not beds
     if not several.any():
         return None
     rho2 = s2[several].sum() / w2[several].sum()
-    noise = np.where(several, s2 / np.maximum(n, 1), rho2 * w2)
-    return {"floor": float(np.sqrt(noise[ok].sum() / w2[ok].sum())), "single_bed_spread": float(np.sqrt(rho2)),
-            "samples_with_spread": int(several.sum()), "samples": int(ok.sum())}
+    return np.where(ok, np.where(several, s2 / np.maximum(n, 1), rho2 * w2), 0.0), rho2, ok, several
+
+
+#: The extra beds per cell at which :func:`cv_noise_budget` reports.
+EXTRA_BEDS = (0, 1, 3)
+
+
+def cv_noise_budget(ds: wd.WrenchDataset, truth: wm.WrenchSpaceModel, folds: int, target: str = "wrench",
+                    kernel: str | None = None, smoothing: float | str = 0.0, extra_beds=EXTRA_BEDS,
+                    draws: int = 3, seed: int = 0) -> dict | None:
+    """How much of the RBF's cross-validation error the data's noise alone would cause, and how much
+    more beds would remove: the same cross-validation on a medium that is smooth by construction
+    (``truth``'s W at every configuration of ``ds``, e.g. the model fitted to ``ds``), measured with
+    the data's bed-to-bed noise (:func:`_sample_noise`, drawn isotropic in the per-axis scale) as if
+    every sample came from ``e`` more beds, for each ``e`` in ``extra_beds``; the mean over ``draws``
+    noise draws. Returns {"rel_rmse": {e: error}, "cells": {"d,φ": each configuration's own error at
+    the first e}}, or None where the data carry no spread. A measured error above these figures is
+    structure between the cells that the grid does not resolve, not noise."""
+    noise = _sample_noise(ds)
+    if noise is None:
+        return None
+    var, _, ok, several = noise
+    n = np.where(several, np.maximum(ds.provenance["realisations"], 1), 1)  # runs repeated in one bed: one bed
+    scale = wm.wrench_scale(ds)
+    smooth = np.where(ok[..., None], truth.points(ds.configs), ds.wrenches)
+    per_axis = np.sqrt(var * n / 3)[..., None] * scale  # one bed's standard deviation, per axis
+    rng = np.random.default_rng(seed)
+    budget, own = {}, {}
+    for e in extra_beds:
+        scores = []
+        for _ in range(draws):
+            sd = per_axis / np.sqrt(n + e)[..., None]
+            w = np.where(ok[..., None], smooth + rng.standard_normal(smooth.shape) * sd, ds.wrenches)
+            syn = replace(ds, wrenches=w, provenance={**ds.provenance, "realisations": n + e,
+                                                      "realisation_spread": np.where(ok[..., None], per_axis, 0.0)})
+            cv = cross_validate(syn, ("rbf",), folds, target=target, kernel=kernel, smoothing=smoothing, cells=None)
+            scores.append(cv["rbf"]["rel_rmse"])
+            if e == extra_beds[0]:
+                for c in cv["rbf"]["cells"]:
+                    own.setdefault(_cell_key(c["theta"]), []).append(c["rel_rmse"] ** 2)
+        budget[str(e)] = float(np.mean(scores))
+    return {"rel_rmse": budget, "cells": {k: float(np.sqrt(np.mean(v))) for k, v in own.items()}}
+
+
+def _cell_key(theta) -> str:
+    """A configuration (d, φ) as a key of :func:`cv_noise_budget`'s cells."""
+    return f"{theta[0]:.4f},{theta[1]:.4f}"
 
 
 def _squares(pred, wrenches, valid, scale):
@@ -286,8 +347,8 @@ def load_job(path) -> Job:
 
 
 def run_job(job: Job, progress: bool = False):
-    """Run a training job: cross-validate (if ``job.cv``), fit, measure concavity and the fixed-normal
-    error, save the model. Returns (result dict for --json, the model, the full concavity table)."""
+    """Run a training job: cross-validate (if ``job.cv``; with the noise floor and budget where the data
+    have a spread), fit, measure concavity and the fixed-normal error, save the model. Returns (result dict for --json, the model, the full concavity table)."""
     ds = wd.read(job.dataset)
     log.info("training %s (target %s) on %s (%s, %s: %d × %d)", job.regressor, job.target, job.dataset, ds.medium,
              ds.source, ds.n, ds.m)
@@ -309,11 +370,17 @@ def run_job(job: Job, progress: bool = False):
         if (floor := cv_noise_floor(ds)) is not None:
             result["cv_noise_floor"] = floor
     model = wm.fit(ds, job.regressor, job.target, **_params(job.regressor, job.kernel, smoothing))
+    if "cv_noise_floor" in result:
+        lam = noise_smoothing(ds, job.target, job.kernel) if smoothing is None else smoothing
+        truth = model if job.regressor == "rbf" else wm.fit(ds, "rbf", job.target, **_params("rbf", job.kernel, lam))
+        result["cv_noise_budget"] = budget = cv_noise_budget(ds, truth, job.cv, job.target, job.kernel, job.smoothing)
+        for c in result["cv"]["rbf"]["cells"]:
+            c["smooth_rel_rmse"] = budget["cells"][_cell_key(c["theta"])]
     concavity = concavity_table(ds)
     result["concavity"] = {k: v for k, v in concavity.items() if k != "per_config"}
     result["non_associativity"] = flow_mismatch_table(ds)
     result["fixed_normals"] = fixed_normal_errors(model, tuple(job.fixed_normals))
-    model.info = {k: result[k] for k in ("rbf", "cv", "cv_noise_floor", "concavity", "non_associativity",
+    model.info = {k: result[k] for k in ("rbf", "cv", "cv_noise_floor", "cv_noise_budget", "concavity", "non_associativity",
                                          "fixed_normals") if k in result}
     wm.save(model, job.out)
     return result, model, concavity
