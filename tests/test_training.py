@@ -163,9 +163,9 @@ def test_a_job_learns_with_the_rbf_kernel_it_names(sand, tmp_path):
 
 
 def test_cv_noise_budget_is_the_error_of_a_smooth_medium_at_the_data_noise(sand):
-    """The budget's medium is smooth by construction (a model's W): measured without noise it scores
-    that model's own interpolation error; with the data's noise it scores more, more beds less; and a
-    job that cross-validates data with a spread reports it."""
+    """The budget's medium is smooth by construction (a model's W): its noise is the data's, one bed's
+    variance over the beds a sample averages (and its provenance says so); measured without noise it
+    scores that model's own interpolation error; with noise more, more beds less."""
     from dataclasses import replace
     from granular.learning import model as wm
 
@@ -173,17 +173,32 @@ def test_cv_noise_budget_is_the_error_of_a_smooth_medium_at_the_data_noise(sand)
     w = sand.wrenches * (1 + 0.2 * rng.standard_normal(sand.wrenches.shape))
     n = np.ones(sand.valid.shape)
     n[::2] = 2.0  # half the configurations from two beds, half from one
-    noisy = replace(sand, wrenches=w, provenance={"realisations": n, "realisation_spread": 0.2 * np.abs(w)})
+    spread = 0.2 * np.abs(w) * (n > 1)[..., None]  # one bed: no spread
+    noisy = replace(sand, wrenches=w, provenance={"realisations": n, "realisation_spread": spread})
     truth = wm.fit(sand)
-    budget = training.cv_noise_budget(noisy, truth, folds=3, extra_beds=(0, 1, 3), draws=2)["rel_rmse"]
-    assert budget["0"] > budget["1"] > budget["3"]
-    assert budget["0"] > training.cv_noise_floor(noisy)["floor"], "the held-out cells' neighbours are noisy too"
+    noise = training._sample_noise(noisy)
+    smooth = np.where(noise.ok[..., None], truth.points(sand.configs), w)
+    scale = wm.wrench_scale(noisy)
+    for extra in (0, 2):
+        syn = training._synthetic(noisy, smooth, noise, extra, rng.standard_normal(w.shape))
+        added = (((syn.wrenches - smooth) / scale) ** 2).sum(axis=-1)[noise.ok].sum()
+        expected = (noise.single / (noise.beds + extra))[noise.ok].sum()
+        assert added == pytest.approx(expected, rel=0.1)
+        own = wm.wrench_scale(syn)  # the floor's scale is the data's own
+        ratio = ((scale / own) ** 2).sum() / 3
+        floor = np.sqrt(expected * ratio / (((syn.wrenches / own) ** 2).sum(axis=-1)[noise.ok].sum()))
+        assert training.cv_noise_floor(syn)["floor"] == pytest.approx(floor, rel=1e-9), "the provenance says so"
+    budget = training.cv_noise_budget(noisy, truth, folds=3, extra_beds=(0, 1, 3), draws=2)
+    errors = budget["rel_rmse"]
+    assert errors["0"] > errors["1"] > errors["3"]
+    assert errors["0"] > training.cv_noise_floor(noisy)["floor"], "the held-out cells' neighbours are noisy too"
+    assert len(budget["cells"]) == int((sand.configs[:, 0] < 0).sum())
     quiet = replace(noisy, provenance={"realisations": n, "realisation_spread": 1e-9 * np.abs(w)})
-    smooth = replace(sand, wrenches=truth.points(sand.configs))
-    exact = training.cross_validate(smooth, ("rbf",), 3)["rbf"]["rel_rmse"]
+    exact = training.cross_validate(replace(sand, wrenches=smooth), ("rbf",), 3)["rbf"]["rel_rmse"]
     below = sand.configs[:, 0] < 0
-    assert np.abs(smooth.wrenches[~below] - sand.wrenches[~below]).max() < 1e-6 * np.abs(sand.wrenches).max()
-    assert training.cv_noise_budget(quiet, truth, folds=3, extra_beds=(0,), draws=1)["rel_rmse"]["0"] == pytest.approx(exact, rel=1e-3)
+    assert np.abs(smooth[~below] - w[~below]).max() == 0.0
+    quiet_budget = training.cv_noise_budget(quiet, truth, folds=3, extra_beds=(0,), draws=1)
+    assert quiet_budget["rel_rmse"]["0"] == pytest.approx(exact, rel=1e-3)
     assert training.cv_noise_budget(sand, truth, folds=3) is None, "synthetic data have no bed-to-bed noise"
 
 
@@ -222,6 +237,7 @@ def test_smoothing_from_the_data_noise_misses_the_samples_by_that_noise(sand, tm
     assert wm.load(tmp_path / "m.h5").info["rbf"]["smoothing_from_noise"]
     assert set(result["cv_noise_budget"]["rel_rmse"]) == {"0", "1", "3"}
     assert result["cv_noise_budget"]["rel_rmse"]["0"] > result["cv_noise_floor"]["floor"]
+    assert all("smooth_rel_rmse" in c for c in result["cv"]["rbf"]["cells"])
     chosen, choose = [], training.noise_smoothing
 
     def spy(ds, *args):

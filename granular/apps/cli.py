@@ -315,9 +315,9 @@ def cmd_train(args):
             _say(f"  the data's own noise alone would score {f['floor']:.4f} (bed-to-bed spread: "
                  f"{f['single_bed_spread']:.2f} of the wrench for one bed, from {f['samples_with_spread']} of "
                  f"{f['samples']} samples measured in ≥ 2 beds)")
-            b = r["cv_noise_budget"]["rel_rmse"]
-            more = ", ".join(f"{v:.3f} with {e} more bed{'s' * (e != '1')} in every cell" for e, v in b.items() if e != "0")
-            _say(f"  the RBF on a smooth medium (this model's W) measured with this noise would score {b['0']:.3f}, "
+            (_, now), *more = r["cv_noise_budget"]["rel_rmse"].items()
+            more = ", ".join(f"{v:.3f} with {e} more bed{'s' * (e != '1')} in every cell" for e, v in more)
+            _say(f"  the RBF on a smooth medium (this model's W) measured with this noise would score {now:.3f}, "
                  f"{more}; the rest of its {r['cv']['rbf']['rel_rmse']:.3f} is structure between cells")
         if r["rbf"]["smoothing_from_noise"] and r["regressor"] == "rbf":
             _say(f"RBF smoothing {r['rbf']['smoothing']:.3g}: the model misses its own samples by the data's "

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, NamedTuple
 
 import numpy as np
 from msgspec import Meta
@@ -100,35 +100,47 @@ def cv_noise_floor(ds: wd.WrenchDataset) -> dict | None:
     noise = _sample_noise(ds)
     if noise is None:
         return None
-    var, rho2, ok, several = noise
-    w2 = _scaled_square(ds)
-    return {"floor": float(np.sqrt(var[ok].sum() / w2[ok].sum())), "single_bed_spread": float(np.sqrt(rho2)),
-            "samples_with_spread": int(several.sum()), "samples": int(ok.sum())}
+    ok = noise.ok
+    return {"floor": float(np.sqrt(noise.variance[ok].sum() / noise.w2[ok].sum())),
+            "single_bed_spread": float(np.sqrt(noise.rho2)), "samples_with_spread": int(noise.measured.sum()),
+            "samples": int(ok.sum())}
 
 
-def _scaled_square(ds: wd.WrenchDataset) -> np.ndarray:
-    """|w|² per sample in the per-axis scale of :func:`cross_validate` (0 where invalid)."""
-    return ((np.where(ds.valid[..., None], ds.wrenches, 0.0) / wm.wrench_scale(ds)) ** 2).sum(axis=-1)
+class _Noise(NamedTuple):
+    """The realisation noise of each sample, in the per-axis scale of :func:`cross_validate`."""
+
+    single: np.ndarray  # one bed's variance
+    beds: np.ndarray  # how many beds the sample averages (1 where one bed, or runs repeated in one)
+    rho2: float  # one bed's variance relative to |w|², pooled over the samples with a measured spread
+    ok: np.ndarray  # below the surface and valid
+    measured: np.ndarray  # with a spread measured between beds
+    w2: np.ndarray  # |w|²
+
+    @property
+    def variance(self) -> np.ndarray:
+        """The variance of the sample as measured: one bed's over the beds it averages."""
+        return self.single / self.beds
 
 
-def _sample_noise(ds: wd.WrenchDataset):
-    """Per sample below the surface, the variance of its realisation noise in the per-axis scale:
-    spread² / n where it was measured in n ≥ 2 beds (``realisation_spread``, the single beds'
-    standard deviation), and ρ² |w|² where it comes from one bed (or from runs repeated in one bed,
-    which agree exactly), ρ being the single-bed spread relative to the wrench, pooled over the
-    samples that have one. Returns (variance, ρ², below-and-valid mask, measured-in-beds mask), or
-    None where no sample has a spread."""
+def _sample_noise(ds: wd.WrenchDataset) -> _Noise | None:
+    """Per sample below the surface, its realisation noise: one bed's variance is spread² where a
+    spread was measured between its n beds (``realisation_spread``, the single beds' standard
+    deviation; the sample then averages n), and ρ² |w|² where it comes from one bed (or from runs
+    repeated in one bed, which agree exactly: spread 0), ρ being the single-bed spread relative to
+    the wrench, pooled over the samples that have one. None where no sample has a spread."""
     n, spread = ds.provenance.get("realisations"), ds.provenance.get("realisation_spread")
     if n is None or spread is None:
         return None
+    scale = wm.wrench_scale(ds)
     ok = ds.valid & (ds.configs[:, 0] < 0)[:, None]
-    w2 = _scaled_square(ds)
-    s2 = ((np.where(ok[..., None], spread, 0.0) / wm.wrench_scale(ds)) ** 2).sum(axis=-1)
-    several = ok & (n >= 2) & (s2 > 0)  # spread 0: runs repeated in one bed (deterministic), not beds
-    if not several.any():
+    w2 = ((np.where(ok[..., None], ds.wrenches, 0.0) / scale) ** 2).sum(axis=-1)
+    s2 = ((np.where(ok[..., None], spread, 0.0) / scale) ** 2).sum(axis=-1)
+    measured = ok & (s2 > 0)
+    if not measured.any():
         return None
-    rho2 = s2[several].sum() / w2[several].sum()
-    return np.where(ok, np.where(several, s2 / np.maximum(n, 1), rho2 * w2), 0.0), rho2, ok, several
+    rho2 = s2[measured].sum() / w2[measured].sum()
+    single = np.where(measured, s2, np.where(ok, rho2 * w2, 0.0))
+    return _Noise(single, np.where(measured, np.maximum(n, 1), 1), float(rho2), ok, measured, w2)
 
 
 #: The extra beds per cell at which :func:`cv_noise_budget` reports.
@@ -141,40 +153,42 @@ def cv_noise_budget(ds: wd.WrenchDataset, truth: wm.WrenchSpaceModel, folds: int
     """How much of the RBF's cross-validation error the data's noise alone would cause, and how much
     more beds would remove: the same cross-validation on a medium that is smooth by construction
     (``truth``'s W at every configuration of ``ds``, e.g. the model fitted to ``ds``), measured with
-    the data's bed-to-bed noise (:func:`_sample_noise`, drawn isotropic in the per-axis scale) as if
-    every sample came from ``e`` more beds, for each ``e`` in ``extra_beds``; the mean over ``draws``
-    noise draws. Returns {"rel_rmse": {e: error}, "cells": {"d,φ": each configuration's own error at
-    the first e}}, or None where the data carry no spread. A measured error above these figures is
-    structure between the cells that the grid does not resolve, not noise."""
+    the data's bed-to-bed noise as if every sample came from ``e`` more beds (:func:`_synthetic`), for
+    each ``e`` in ``extra_beds``. Returns {"rel_rmse": {e: the mean over ``draws`` noise draws},
+    "draw_std": {e: their standard deviation}, "cells": [{"theta", "rel_rmse"}: each configuration's
+    own error at the first e]}, or None where the data carry no spread. A measured error above these
+    figures is structure between the cells that the grid does not resolve, not noise."""
     noise = _sample_noise(ds)
     if noise is None:
         return None
-    var, _, ok, several = noise
-    n = np.where(several, np.maximum(ds.provenance["realisations"], 1), 1)  # runs repeated in one bed: one bed
-    scale = wm.wrench_scale(ds)
-    smooth = np.where(ok[..., None], truth.points(ds.configs), ds.wrenches)
-    per_axis = np.sqrt(var * n / 3)[..., None] * scale  # one bed's standard deviation, per axis
+    smooth = np.where(noise.ok[..., None], truth.points(ds.configs), ds.wrenches)
     rng = np.random.default_rng(seed)
-    budget, own = {}, {}
+    shocks = [rng.standard_normal(smooth.shape) for _ in range(draws)]  # the same for every e: no Monte Carlo gap
+    scores, own = {}, np.zeros(ds.n)
     for e in extra_beds:
-        scores = []
-        for _ in range(draws):
-            sd = per_axis / np.sqrt(n + e)[..., None]
-            w = np.where(ok[..., None], smooth + rng.standard_normal(smooth.shape) * sd, ds.wrenches)
-            syn = replace(ds, wrenches=w, provenance={**ds.provenance, "realisations": n + e,
-                                                      "realisation_spread": np.where(ok[..., None], per_axis, 0.0)})
-            cv = cross_validate(syn, ("rbf",), folds, target=target, kernel=kernel, smoothing=smoothing, cells=None)
-            scores.append(cv["rbf"]["rel_rmse"])
-            if e == extra_beds[0]:
-                for c in cv["rbf"]["cells"]:
-                    own.setdefault(_cell_key(c["theta"]), []).append(c["rel_rmse"] ** 2)
-        budget[str(e)] = float(np.mean(scores))
-    return {"rel_rmse": budget, "cells": {k: float(np.sqrt(np.mean(v))) for k, v in own.items()}}
+        cvs = [cross_validate(_synthetic(ds, smooth, noise, e, z), ("rbf",), folds, target=target, kernel=kernel,
+                              smoothing=smoothing, cells=None)["rbf"] for z in shocks]
+        scores[str(e)] = [cv["rel_rmse"] for cv in cvs]
+        if e == extra_beds[0]:
+            order = {tuple(theta): j for j, theta in enumerate(ds.configs.tolist())}
+            for c in (c for cv in cvs for c in cv["cells"]):
+                own[order[tuple(c["theta"])]] += c["rel_rmse"] ** 2 / draws
+    below = np.flatnonzero(ds.configs[:, 0] < 0)
+    return {"rel_rmse": {e: float(np.mean(v)) for e, v in scores.items()},
+            "draw_std": {e: float(np.std(v)) for e, v in scores.items()},
+            "cells": [{"theta": ds.configs[j].tolist(), "rel_rmse": float(np.sqrt(own[j]))} for j in below]}
 
 
-def _cell_key(theta) -> str:
-    """A configuration (d, φ) as a key of :func:`cv_noise_budget`'s cells."""
-    return f"{theta[0]:.4f},{theta[1]:.4f}"
+def _synthetic(ds: wd.WrenchDataset, smooth: np.ndarray, noise: _Noise, extra: int, shock: np.ndarray):
+    """``ds`` with its samples below the surface replaced by ``smooth`` plus noise of one bed's size
+    (isotropic in the per-axis scale; ``shock``: standard normal draws) averaged over ``extra`` more
+    beds than each sample has, and a provenance that says so: every such sample carries its one-bed
+    spread, so its noise floor is exactly that noise."""
+    one_bed = np.sqrt(noise.single / 3)[..., None] * wm.wrench_scale(ds)  # per axis
+    beds = noise.beds + extra
+    w = np.where(noise.ok[..., None], smooth + shock * one_bed / np.sqrt(beds)[..., None], ds.wrenches)
+    return replace(ds, wrenches=w, provenance={**ds.provenance, "realisations": beds,
+                                               "realisation_spread": np.where(noise.ok[..., None], one_bed, 0.0)})
 
 
 def _squares(pred, wrenches, valid, scale):
@@ -347,8 +361,8 @@ def load_job(path) -> Job:
 
 
 def run_job(job: Job, progress: bool = False):
-    """Run a training job: cross-validate (if ``job.cv``; with the noise floor and budget where the data
-    have a spread), fit, measure concavity and the fixed-normal error, save the model. Returns (result dict for --json, the model, the full concavity table)."""
+    """Run a training job: cross-validate (if ``job.cv``; with the noise floor and budget where the
+    data have a spread), fit, measure concavity and the fixed-normal error, save the model. Returns (result dict for --json, the model, the full concavity table)."""
     ds = wd.read(job.dataset)
     log.info("training %s (target %s) on %s (%s, %s: %d × %d)", job.regressor, job.target, job.dataset, ds.medium,
              ds.source, ds.n, ds.m)
@@ -373,9 +387,11 @@ def run_job(job: Job, progress: bool = False):
     if "cv_noise_floor" in result:
         lam = noise_smoothing(ds, job.target, job.kernel) if smoothing is None else smoothing
         truth = model if job.regressor == "rbf" else wm.fit(ds, "rbf", job.target, **_params("rbf", job.kernel, lam))
-        result["cv_noise_budget"] = budget = cv_noise_budget(ds, truth, job.cv, job.target, job.kernel, job.smoothing)
+        result["cv_noise_budget"] = budget = cv_noise_budget(ds, truth, job.cv, job.target, job.kernel,
+                                                             job.smoothing)
+        smooth = {tuple(c["theta"]): c["rel_rmse"] for c in budget["cells"]}
         for c in result["cv"]["rbf"]["cells"]:
-            c["smooth_rel_rmse"] = budget["cells"][_cell_key(c["theta"])]
+            c["smooth_rel_rmse"] = smooth[tuple(c["theta"])]
     concavity = concavity_table(ds)
     result["concavity"] = {k: v for k, v in concavity.items() if k != "per_config"}
     result["non_associativity"] = flow_mismatch_table(ds)
