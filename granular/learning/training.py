@@ -362,7 +362,8 @@ def load_job(path) -> Job:
 
 def run_job(job: Job, progress: bool = False):
     """Run a training job: cross-validate (if ``job.cv``; with the noise floor and budget where the
-    data have a spread), fit, measure concavity and the fixed-normal error, save the model. Returns (result dict for --json, the model, the full concavity table)."""
+    data have a spread), fit, measure concavity and the fixed-normal error, save the model.
+    Returns (result dict for --json, the model, the full concavity table)."""
     ds = wd.read(job.dataset)
     log.info("training %s (target %s) on %s (%s, %s: %d × %d)", job.regressor, job.target, job.dataset, ds.medium,
              ds.source, ds.n, ds.m)
@@ -385,8 +386,8 @@ def run_job(job: Job, progress: bool = False):
             result["cv_noise_floor"] = floor
     model = wm.fit(ds, job.regressor, job.target, **_params(job.regressor, job.kernel, smoothing))
     if "cv_noise_floor" in result:
-        lam = noise_smoothing(ds, job.target, job.kernel) if smoothing is None else smoothing
-        truth = model if job.regressor == "rbf" else wm.fit(ds, "rbf", job.target, **_params("rbf", job.kernel, lam))
+        truth = model if job.regressor == "rbf" else wm.fit(ds, "rbf", job.target, **_params(
+            "rbf", job.kernel, noise_smoothing(ds, job.target, job.kernel) if smoothing is None else smoothing))
         result["cv_noise_budget"] = budget = cv_noise_budget(ds, truth, job.cv, job.target, job.kernel,
                                                              job.smoothing)
         smooth = {tuple(c["theta"]): c["rel_rmse"] for c in budget["cells"]}
@@ -396,7 +397,7 @@ def run_job(job: Job, progress: bool = False):
     result["concavity"] = {k: v for k, v in concavity.items() if k != "per_config"}
     result["non_associativity"] = flow_mismatch_table(ds)
     result["fixed_normals"] = fixed_normal_errors(model, tuple(job.fixed_normals))
-    model.info = {k: result[k] for k in ("rbf", "cv", "cv_noise_floor", "cv_noise_budget", "concavity", "non_associativity",
-                                         "fixed_normals") if k in result}
+    model.info = {k: result[k] for k in ("rbf", "cv", "cv_noise_floor", "cv_noise_budget", "concavity",
+                                         "non_associativity", "fixed_normals") if k in result}
     wm.save(model, job.out)
     return result, model, concavity
