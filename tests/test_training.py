@@ -48,6 +48,19 @@ def test_cv_says_where_its_error_lies(sand):
     assert [c["realisations"] for c in cells if c["theta"] == small.configs[j].tolist()] == [3.0]
 
 
+def test_repeated_cv_pools_its_draws_of_the_folds(sand):
+    """Each draw of the folds is an ordinary CV with the next seed; the pooled figure is their RMS, and
+    every configuration is held out once per draw. The draws differ: one draw is not the figure."""
+    repeated = training.cross_validate(sand, names=("rbf",), folds=4, repeats=3, cells=None)["rbf"]
+    each = [training.cross_validate(sand, names=("rbf",), folds=4, seed=s)["rbf"]["rel_rmse"] for s in range(3)]
+    assert repeated["rel_rmse_repeats"] == pytest.approx(each, rel=1e-12)
+    assert repeated["rel_rmse"] == pytest.approx(np.sqrt(np.mean(np.square(each))), rel=1e-12)
+    assert np.ptp(each) > 0
+    assert len(repeated["cells"]) == int((sand.configs[:, 0] < 0).sum())
+    assert sum(c["share"] for c in repeated["cells"]) == pytest.approx(1.0)
+    assert "rel_rmse_repeats" not in training.cross_validate(sand, names=("rbf",), folds=4)["rbf"]
+
+
 def test_cv_rejects_bad_fold_count(sand):
     with pytest.raises(GranularError, match="--cv 1"):
         training.cross_validate(sand, folds=1)
@@ -237,7 +250,8 @@ def test_smoothing_from_the_data_noise_misses_the_samples_by_that_noise(sand, tm
     assert wm.load(tmp_path / "m.h5").info["rbf"]["smoothing_from_noise"]
     assert set(result["cv_noise_budget"]["rel_rmse"]) == {"0", "1", "3"}
     assert result["cv_noise_budget"]["rel_rmse"]["0"] > result["cv_noise_floor"]["floor"]
-    assert all("smooth_rel_rmse" in c for c in result["cv"]["rbf"]["cells"])
+    assert len(result["cv_repeated"]["rel_rmse_repeats"]) == 10, "the job's default: the RBF on ten draws of the folds"
+    assert all("smooth_rel_rmse" in c for c in result["cv_repeated"]["cells"])
     chosen, choose = [], training.noise_smoothing
 
     def spy(ds, *args):

@@ -268,6 +268,7 @@ def cmd_train(args):
     job.kernel = args.kernel or job.kernel
     job.smoothing = job.smoothing if args.smoothing is None else args.smoothing
     job.cv = job.cv if args.cv is None else args.cv
+    job.cv_repeats = job.cv_repeats if args.cv_repeats is None else args.cv_repeats
     job.out = Path(args.out) if args.out else job.out
     job.figures = Path(args.figures) if args.figures else job.figures
     from granular.io.files import check_output
@@ -301,7 +302,13 @@ def cmd_train(args):
             for name, v in r["cv"].items():
                 _say(f"  {name:<10}{v['rel_rmse']:>8.4f}{v['rel_rmse_fx']:>8.4f}"
                      f"{v['rel_rmse_fz']:>8.4f}{v['rel_rmse_tau']:>8.4f}")
-            cells = r["cv"][r["regressor"]]["cells"][:5]
+            if "cv_repeated" in r:
+                v = r["cv_repeated"]
+                _say(f"  rbf over {len(v['rel_rmse_repeats'])} draws of the folds: {v['rel_rmse']:.4f} "
+                     f"(one draw: {min(v['rel_rmse_repeats']):.3f}–{max(v['rel_rmse_repeats']):.3f}, "
+                     f"± {np.std(v['rel_rmse_repeats']):.3f})")
+            rbf_cv = r.get("cv_repeated", r["cv"]["rbf"])
+            cells = (rbf_cv if r["regressor"] == "rbf" else r["cv"][r["regressor"]])["cells"][:5]
             smooth = all("smooth_rel_rmse" in c for c in cells)
             _say(f"  where {r['regressor']}'s error lies, the five largest shares (share of the squared error, the "
                  f"configuration's own error{' (a smooth medium’s at this noise)' if smooth else ''}, "
@@ -317,8 +324,9 @@ def cmd_train(args):
                  f"{f['samples']} samples measured in ≥ 2 beds)")
             (_, now), *more = r["cv_noise_budget"]["rel_rmse"].items()
             more = ", ".join(f"{v:.3f} with {e} more bed{'s' * (e != '1')} in every cell" for e, v in more)
-            _say(f"  the RBF on a smooth medium (this model's W) measured with this noise would score {now:.3f}, "
-                 f"{more}; the rest of its {r['cv']['rbf']['rel_rmse']:.3f} is structure between cells")
+            truth = "this model's W" if r["regressor"] == "rbf" else "an RBF's W fitted to these data"
+            _say(f"  the RBF on a smooth medium ({truth}) measured with this noise on the same folds would score {now:.3f}, "
+                 f"{more}; the rest of its {rbf_cv['rel_rmse']:.3f} is structure between cells")
         if r["rbf"]["smoothing_from_noise"] and r["regressor"] == "rbf":
             _say(f"RBF smoothing {r['rbf']['smoothing']:.3g}: the model misses its own samples by the data's "
                  f"bed-to-bed noise, no more (discrepancy principle)")
@@ -738,6 +746,8 @@ def build_parser():
                         "the data's bed-to-bed noise allows (data of several beds, granular merge --average; "
                         "chosen again in every --cv fold) (default: the job's, else 0)")
     t.add_argument("--cv", type=_number(0, 1000, kind=int), help="K-fold cross-validation of all regressors")
+    t.add_argument("--cv-repeats", type=_number(1, 1000, kind=int),
+                   help="the RBF's cross-validation, its folds drawn this many times (default: the job's, else 10)")
     t.add_argument("--figures", help="directory for the figures")
     t.add_argument("--json", action="store_true", help="print one JSON object")
     t.set_defaults(func=cmd_train)

@@ -38,9 +38,13 @@ log = logging.getLogger(__name__)
 
 def cross_validate(ds: wd.WrenchDataset, names=tuple(REGRESSORS), folds: int = 5, seed: int = 0,
                    progress: bool = False, target: str = "wrench", kernel: str | None = None,
-                   smoothing: float | str = 0.0, cells: int | None = 10) -> dict:
+                   smoothing: float | str = 0.0, cells: int | None = 10, repeats: int = 1) -> dict:
     """K-fold CV over configurations: {regressor: {rel_rmse, rel_rmse_fx, rel_rmse_fz, rel_rmse_tau, cells}}
     (``cells``: where the error lies, :func:`_cells`, the ``cells`` largest shares; None: every configuration).
+    ``repeats`` > 1 draws the folds that many times (fold seeds ``seed``, ``seed`` + 1, ...), every
+    configuration held out once per draw, and pools the errors; ``rel_rmse_repeats`` then lists each
+    draw's figure. With a few dozen configurations one draw of the folds is off its mean by several
+    per cent (data/README.md, "how much the folds matter").
     ``kernel``, ``smoothing``: the RBF's (its defaults where None, 0); smoothing :data:`NOISE` is
     chosen again in every fold from the fold's own training data (its noise floor; the whole data's
     where the fold holds no sample measured in two beds), so that the held-out cells play no part.
@@ -52,27 +56,29 @@ def cross_validate(ds: wd.WrenchDataset, names=tuple(REGRESSORS), folds: int = 5
     below = np.flatnonzero(ds.configs[:, 0] < 0)
     if folds < 2 or folds > len(below):
         raise GranularError(f"--cv {folds}: need 2 ≤ K ≤ {len(below)} (configurations below the surface)")
-    order = np.random.default_rng(seed).permutation(below)
-    splits = np.array_split(order, folds)
+    splits = [np.array_split(np.random.default_rng(seed + r).permutation(below), folds) for r in range(repeats)]
     scale = wm.wrench_scale(ds)
     floor = _floor(ds) if smoothing == NOISE and "rbf" in names else None  # a fold without spread takes the data's
     results = {}
-    bar = tqdm(total=len(names) * folds, desc="cross-validation", disable=None if progress else True)
+    bar = tqdm(total=len(names) * folds * repeats, desc="cross-validation", disable=None if progress else True)
     for name in names:
-        err = np.zeros((ds.n, 3))
+        err = np.zeros((repeats, ds.n, 3))
         ref = np.zeros((ds.n, 3))
-        for test in splits:
+        for r, test in ((r, test) for r, draw in enumerate(splits) for test in draw):
             train = ds.subset(np.setdiff1d(np.arange(ds.n), test))
             lam = noise_smoothing(train, target, kernel, floor) if smoothing == NOISE and name == "rbf" else smoothing
             fold = wm.fit(train, name, target, **_params(name, kernel, lam))
             fold._warned = True  # held-out configurations past a fold's data are expected: no warning
             for j, w in zip(test, fold.points(ds.configs[test])):
-                err[j], ref[j] = _squares(w[None], ds.wrenches[j][None], ds.valid[j][None], scale)
+                err[r, j], ref[j] = _squares(w[None], ds.wrenches[j][None], ds.valid[j][None], scale)
             bar.update()
-        per_axis = np.sqrt(err.sum(axis=0) / np.maximum(ref.sum(axis=0), 1e-300))
-        results[name] = {"rel_rmse": float(np.sqrt(err.sum() / ref.sum())),
+        pooled = err.sum(axis=0)
+        per_axis = np.sqrt(pooled.sum(axis=0) / np.maximum(repeats * ref.sum(axis=0), 1e-300))
+        results[name] = {"rel_rmse": float(np.sqrt(pooled.sum() / (repeats * ref.sum()))),
                          **{f"rel_rmse_{a}": float(v) for a, v in zip(("fx", "fz", "tau"), per_axis)},
-                         "cells": _cells(ds, below, err.sum(axis=1), ref.sum(axis=1))[:cells]}
+                         "cells": _cells(ds, below, pooled.sum(axis=1), repeats * ref.sum(axis=1))[:cells]}
+        if repeats > 1:
+            results[name]["rel_rmse_repeats"] = np.sqrt(err.sum(axis=(1, 2)) / ref.sum()).tolist()
     bar.close()
     return results
 
@@ -154,7 +160,9 @@ def cv_noise_budget(ds: wd.WrenchDataset, truth: wm.WrenchSpaceModel, folds: int
     more beds would remove: the same cross-validation on a medium that is smooth by construction
     (``truth``'s W at every configuration of ``ds``, e.g. the model fitted to ``ds``), measured with
     the data's bed-to-bed noise as if every sample came from ``e`` more beds (:func:`_synthetic`), for
-    each ``e`` in ``extra_beds``. Returns {"rel_rmse": {e: the mean over ``draws`` noise draws},
+    each ``e`` in ``extra_beds``. Noise draw i is cross-validated on fold draw i (``cross_validate``'s
+    seed ``seed`` + i), so that ``draws`` = R compares with the data's CV repeated R times.
+    Returns {"rel_rmse": {e: the mean over ``draws`` noise draws},
     "draw_std": {e: their standard deviation}, "cells": [{"theta", "rel_rmse"}: each configuration's
     own error at the first e]}, or None where the data carry no spread. A measured error above these
     figures is structure between the cells that the grid does not resolve, not noise."""
@@ -166,8 +174,8 @@ def cv_noise_budget(ds: wd.WrenchDataset, truth: wm.WrenchSpaceModel, folds: int
     shocks = [rng.standard_normal(smooth.shape) for _ in range(draws)]  # the same for every e: no Monte Carlo gap
     scores, own = {}, np.zeros(ds.n)
     for e in extra_beds:
-        cvs = [cross_validate(_synthetic(ds, smooth, noise, e, z), ("rbf",), folds, target=target, kernel=kernel,
-                              smoothing=smoothing, cells=None)["rbf"] for z in shocks]
+        cvs = [cross_validate(_synthetic(ds, smooth, noise, e, z), ("rbf",), folds, seed + i, target=target,
+                              kernel=kernel, smoothing=smoothing, cells=None)["rbf"] for i, z in enumerate(shocks)]
         scores[str(e)] = [cv["rel_rmse"] for cv in cvs]
         if e == extra_beds[0]:
             order = {tuple(theta): j for j, theta in enumerate(ds.configs.tolist())}
@@ -326,6 +334,7 @@ class Job:
     out: Path
     regressor: str = "rbf"
     cv: int = 0
+    cv_repeats: int = 10  # the RBF's CV, folds drawn this many times (cross_validate's repeats)
     figures: Path | None = None
     fixed_normals: list = field(default_factory=lambda: [16, 32, 64])
     plot_thetas: list = field(default_factory=list)
@@ -341,6 +350,7 @@ class JobFile(Schema):
     out: str
     regressor: Literal["rbf", "gp", "svr"] = "rbf"
     cv: Annotated[int, Meta(ge=0, le=1000)] = 0
+    cv_repeats: Annotated[int, Meta(ge=1, le=1000)] = 10
     figures: str | None = None
     fixed_normals: tuple[Annotated[int, Meta(ge=8, le=256)], ...] = (16, 32, 64)
     plot_thetas: tuple[tuple[Finite, Finite], ...] = ()
@@ -355,14 +365,15 @@ def load_job(path) -> Job:
     spec = load(path, JobFile, "training job", choices={"smoothing": ("a number from 0 to 1e6", repr(NOISE))})
     where = lambda p: None if p is None else (path.parent / p).resolve()  # noqa: E731
     return Job(dataset=where(spec.dataset), out=where(spec.out), regressor=spec.regressor, cv=spec.cv,
+               cv_repeats=spec.cv_repeats,
                figures=where(spec.figures), fixed_normals=list(spec.fixed_normals),
                plot_thetas=[list(x) for x in spec.plot_thetas], target=spec.target, kernel=spec.kernel,
                smoothing=spec.smoothing)
 
 
 def run_job(job: Job, progress: bool = False):
-    """Run a training job: cross-validate (if ``job.cv``; with the noise floor and budget where the
-    data have a spread), fit, measure concavity and the fixed-normal error, save the model.
+    """Run a training job: cross-validate (if ``job.cv``: every regressor on one draw of the folds, the
+    RBF on ``job.cv_repeats`` draws; the noise floor and budget where the data have a spread), fit, measure concavity and the fixed-normal error, save the model.
     Returns (result dict for --json, the model, the full concavity table)."""
     ds = wd.read(job.dataset)
     log.info("training %s (target %s) on %s (%s, %s: %d × %d)", job.regressor, job.target, job.dataset, ds.medium,
@@ -382,6 +393,10 @@ def run_job(job: Job, progress: bool = False):
     if job.cv:
         result["cv"] = cross_validate(ds, tuple(REGRESSORS), job.cv, progress=progress, target=job.target,
                                       kernel=job.kernel, smoothing=job.smoothing)
+        if job.cv_repeats > 1:  # the shipped regressor's figure, off no single draw of the folds
+            result["cv_repeated"] = cross_validate(ds, ("rbf",), job.cv, progress=progress, target=job.target,
+                                                   kernel=job.kernel, smoothing=job.smoothing,
+                                                   repeats=job.cv_repeats)["rbf"]
         if (floor := cv_noise_floor(ds)) is not None:
             result["cv_noise_floor"] = floor
     model = wm.fit(ds, job.regressor, job.target, **_params(job.regressor, job.kernel, smoothing))
@@ -389,15 +404,15 @@ def run_job(job: Job, progress: bool = False):
         truth = model if job.regressor == "rbf" else wm.fit(ds, "rbf", job.target, **_params(
             "rbf", job.kernel, noise_smoothing(ds, job.target, job.kernel) if smoothing is None else smoothing))
         result["cv_noise_budget"] = budget = cv_noise_budget(ds, truth, job.cv, job.target, job.kernel,
-                                                             job.smoothing)
+                                                             job.smoothing, draws=job.cv_repeats)
         smooth = {tuple(c["theta"]): c["rel_rmse"] for c in budget["cells"]}
-        for c in result["cv"]["rbf"]["cells"]:
+        for c in result.get("cv_repeated", result["cv"]["rbf"])["cells"]:
             c["smooth_rel_rmse"] = smooth[tuple(c["theta"])]
     concavity = concavity_table(ds)
     result["concavity"] = {k: v for k, v in concavity.items() if k != "per_config"}
     result["non_associativity"] = flow_mismatch_table(ds)
     result["fixed_normals"] = fixed_normal_errors(model, tuple(job.fixed_normals))
-    model.info = {k: result[k] for k in ("rbf", "cv", "cv_noise_floor", "cv_noise_budget", "concavity",
-                                         "non_associativity", "fixed_normals") if k in result}
+    model.info = {k: result[k] for k in ("rbf", "cv", "cv_repeated", "cv_noise_floor", "cv_noise_budget",
+                                         "concavity", "non_associativity", "fixed_normals") if k in result}
     wm.save(model, job.out)
     return result, model, concavity
