@@ -45,7 +45,8 @@ def test_train_on_beads_says_how_much_of_its_error_is_noise(tmp_path):
     out = granular("train", data, "--out", tmp_path / "m.h5", "--cv", 3, "--target", "per-depth",
                    "--smoothing", "noise", "--cv-repeats", 4).stderr
     assert "the data's own noise alone would score 0." in out
-    assert re.search(r"rbf over 4 draws of the folds: 0\.\d{4} \(one draw: 0\.\d{3}–0\.\d{3}, ± 0\.\d{3}\)", out), out
+    repeated = r"rbf over 4 draws of the folds: 0\.\d{4} \(one draw: 0\.\d{3}–0\.\d{3}, ± 0\.\d{3}\)"
+    assert re.search(repeated, out), out
     line = next(x for x in out.splitlines() if "the RBF on a smooth medium" in x)
     assert "1 more bed in every cell" in line and "3 more beds in every cell" in line, line
     cells = out.split("where rbf's error lies")[1].splitlines()[1:6]

@@ -325,7 +325,8 @@ def cmd_train(args):
             (_, now), *more = r["cv_noise_budget"]["rel_rmse"].items()
             more = ", ".join(f"{v:.3f} with {e} more bed{'s' * (e != '1')} in every cell" for e, v in more)
             truth = "this model's W" if r["regressor"] == "rbf" else "an RBF's W fitted to these data"
-            _say(f"  the RBF on a smooth medium ({truth}) measured with this noise on the same folds would score {now:.3f}, "
+            _say(f"  the RBF on a smooth medium ({truth}) measured with this noise on the same folds would score "
+                 f"{now:.3f}, "
                  f"{more}; the rest of its {rbf_cv['rel_rmse']:.3f} is structure between cells")
         if r["rbf"]["smoothing_from_noise"] and r["regressor"] == "rbf":
             _say(f"RBF smoothing {r['rbf']['smoothing']:.3g}: the model misses its own samples by the data's "

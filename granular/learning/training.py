@@ -373,7 +373,8 @@ def load_job(path) -> Job:
 
 def run_job(job: Job, progress: bool = False):
     """Run a training job: cross-validate (if ``job.cv``: every regressor on one draw of the folds, the
-    RBF on ``job.cv_repeats`` draws; the noise floor and budget where the data have a spread), fit, measure concavity and the fixed-normal error, save the model.
+    RBF on ``job.cv_repeats`` draws; the noise floor and budget where the data have a spread), fit,
+    measure concavity and the fixed-normal error, save the model.
     Returns (result dict for --json, the model, the full concavity table)."""
     ds = wd.read(job.dataset)
     log.info("training %s (target %s) on %s (%s, %s: %d × %d)", job.regressor, job.target, job.dataset, ds.medium,
