@@ -229,8 +229,8 @@ def test_beads_trot_stays_up_with_w_extrapolated_in_depth(tmp_path):
 @pytest.mark.parametrize("law", ["max-dissipation", "data-flow"])
 def test_the_robot_trots_forward_on_beads(law):
     """Issue 16: with the Beads model the trotting robot stays up and moves forward, at least half as
-    far as on sand (1.05 m in 6 s; 1.08 m under data-flow), under either contact law: 1.19 m (max-dissipation) and 0.65 m
-    (data-flow). With the trot's earlier 0.08 m swing, which its feet sunk 0.1–0.14 m did not clear,
+    far as on sand (1.05 m in 6 s; 1.08 m under data-flow), under either contact law: 1.19 m (max-dissipation)
+    and 0.65 m (data-flow). With the trot's earlier 0.08 m swing, which its feet sunk 0.1–0.14 m did not clear,
     0.42 m and 0.01 m (the data-flow trot ploughed), 0.71 m on sand."""
     summary = scenarios.summary(scenarios.run(scenarios.load("quad-trot").with_(medium="beads", contact=law)))
     torso = summary["bodies"]["torso"]

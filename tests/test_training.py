@@ -62,6 +62,8 @@ def test_repeated_cv_pools_its_draws_of_the_folds(sand):
 
 
 def test_cv_rejects_bad_fold_count(sand):
+    with pytest.raises(GranularError, match="--cv-repeats 0"):
+        training.cross_validate(sand, folds=3, repeats=0)
     with pytest.raises(GranularError, match="--cv 1"):
         training.cross_validate(sand, folds=1)
     with pytest.raises(GranularError, match="--cv 99"):
@@ -212,6 +214,10 @@ def test_cv_noise_budget_is_the_error_of_a_smooth_medium_at_the_data_noise(sand)
     assert np.abs(smooth[~below] - w[~below]).max() == 0.0
     quiet_budget = training.cv_noise_budget(quiet, truth, folds=3, extra_beds=(0,), draws=1)
     assert quiet_budget["rel_rmse"]["0"] == pytest.approx(exact, rel=1e-3)
+    assert quiet_budget["draw_std"]["0"] is None, "one draw has no spread to report"
+    paired = training.cv_noise_budget(quiet, truth, folds=3, extra_beds=(0,), draws=2)["rel_rmse"]["0"]
+    repeated = training.cross_validate(replace(sand, wrenches=smooth), ("rbf",), 3, repeats=2)["rbf"]["rel_rmse"]
+    assert paired == pytest.approx(repeated, rel=1e-3), "noise draw i is cross-validated on fold draw i"
     assert training.cv_noise_budget(sand, truth, folds=3) is None, "synthetic data have no bed-to-bed noise"
 
 

@@ -56,6 +56,8 @@ def cross_validate(ds: wd.WrenchDataset, names=tuple(REGRESSORS), folds: int = 5
     below = np.flatnonzero(ds.configs[:, 0] < 0)
     if folds < 2 or folds > len(below):
         raise GranularError(f"--cv {folds}: need 2 ≤ K ≤ {len(below)} (configurations below the surface)")
+    if repeats < 1:
+        raise GranularError(f"--cv-repeats {repeats}: the folds must be drawn at least once")
     splits = [np.array_split(np.random.default_rng(seed + r).permutation(below), folds) for r in range(repeats)]
     scale = wm.wrench_scale(ds)
     floor = _floor(ds) if smoothing == NOISE and "rbf" in names else None  # a fold without spread takes the data's
@@ -155,15 +157,15 @@ EXTRA_BEDS = (0, 1, 3)
 
 def cv_noise_budget(ds: wd.WrenchDataset, truth: wm.WrenchSpaceModel, folds: int, target: str = "wrench",
                     kernel: str | None = None, smoothing: float | str = 0.0, extra_beds=EXTRA_BEDS,
-                    draws: int = 3, seed: int = 0) -> dict | None:
+                    draws: int = 10, seed: int = 0) -> dict | None:
     """How much of the RBF's cross-validation error the data's noise alone would cause, and how much
     more beds would remove: the same cross-validation on a medium that is smooth by construction
     (``truth``'s W at every configuration of ``ds``, e.g. the model fitted to ``ds``), measured with
     the data's bed-to-bed noise as if every sample came from ``e`` more beds (:func:`_synthetic`), for
     each ``e`` in ``extra_beds``. Noise draw i is cross-validated on fold draw i (``cross_validate``'s
     seed ``seed`` + i), so that ``draws`` = R compares with the data's CV repeated R times.
-    Returns {"rel_rmse": {e: the mean over ``draws`` noise draws},
-    "draw_std": {e: their standard deviation}, "cells": [{"theta", "rel_rmse"}: each configuration's
+    Returns {"rel_rmse": {e: the RMS over ``draws`` noise draws, as CV pools its draws},
+    "draw_std": {e: their standard deviation, None for one draw}, "cells": [{"theta", "rel_rmse"}: each configuration's
     own error at the first e]}, or None where the data carry no spread. A measured error above these
     figures is structure between the cells that the grid does not resolve, not noise."""
     noise = _sample_noise(ds)
@@ -182,8 +184,8 @@ def cv_noise_budget(ds: wd.WrenchDataset, truth: wm.WrenchSpaceModel, folds: int
             for c in (c for cv in cvs for c in cv["cells"]):
                 own[order[tuple(c["theta"])]] += c["rel_rmse"] ** 2 / draws
     below = np.flatnonzero(ds.configs[:, 0] < 0)
-    return {"rel_rmse": {e: float(np.mean(v)) for e, v in scores.items()},
-            "draw_std": {e: float(np.std(v)) for e, v in scores.items()},
+    return {"rel_rmse": {e: float(np.sqrt(np.mean(np.square(v)))) for e, v in scores.items()},  # pooled as CV's
+            "draw_std": {e: float(np.std(v)) if draws > 1 else None for e, v in scores.items()},
             "cells": [{"theta": ds.configs[j].tolist(), "rel_rmse": float(np.sqrt(own[j]))} for j in below]}
 
 
@@ -394,7 +396,7 @@ def run_job(job: Job, progress: bool = False):
     if job.cv:
         result["cv"] = cross_validate(ds, tuple(REGRESSORS), job.cv, progress=progress, target=job.target,
                                       kernel=job.kernel, smoothing=job.smoothing)
-        if job.cv_repeats > 1:  # the shipped regressor's figure, off no single draw of the folds
+        if job.cv_repeats > 1:  # the RBF's figure, off no single draw of the folds
             result["cv_repeated"] = cross_validate(ds, ("rbf",), job.cv, progress=progress, target=job.target,
                                                    kernel=job.kernel, smoothing=job.smoothing,
                                                    repeats=job.cv_repeats)["rbf"]
