@@ -63,17 +63,20 @@ def cross_validate(ds: wd.WrenchDataset, names=tuple(REGRESSORS), folds: int = 5
     floor = _floor(ds) if smoothing == NOISE and "rbf" in names else None  # a fold without spread takes the data's
     results = {}
     bar = tqdm(total=len(names) * folds * repeats, desc="cross-validation", disable=None if progress else True)
+    ref = np.zeros((ds.n, 3))  # each held-out configuration's measured wrenches, the same in every draw
+    ref[below] = np.where(ds.valid[below, :, None], (ds.wrenches[below] / scale) ** 2, 0.0).sum(axis=1)
     for name in names:
         err = np.zeros((repeats, ds.n, 3))
-        ref = np.zeros((ds.n, 3))
-        for r, test in ((r, test) for r, draw in enumerate(splits) for test in draw):
-            train = ds.subset(np.setdiff1d(np.arange(ds.n), test))
-            lam = noise_smoothing(train, target, kernel, floor) if smoothing == NOISE and name == "rbf" else smoothing
-            fold = wm.fit(train, name, target, **_params(name, kernel, lam))
-            fold._warned = True  # held-out configurations past a fold's data are expected: no warning
-            for j, w in zip(test, fold.points(ds.configs[test])):
-                err[r, j], ref[j] = _squares(w[None], ds.wrenches[j][None], ds.valid[j][None], scale)
-            bar.update()
+        for r, draw in enumerate(splits):
+            for test in draw:
+                train = ds.subset(np.setdiff1d(np.arange(ds.n), test))
+                lam = noise_smoothing(train, target, kernel, floor) if smoothing == NOISE and name == "rbf" \
+                    else smoothing
+                fold = wm.fit(train, name, target, **_params(name, kernel, lam))
+                fold._warned = True  # held-out configurations past a fold's data are expected: no warning
+                for j, w in zip(test, fold.points(ds.configs[test])):
+                    err[r, j] = _squares(w[None], ds.wrenches[j][None], ds.valid[j][None], scale)[0]
+                bar.update()
         pooled = err.sum(axis=0)
         per_axis = np.sqrt(pooled.sum(axis=0) / np.maximum(repeats * ref.sum(axis=0), 1e-300))
         results[name] = {"rel_rmse": float(np.sqrt(pooled.sum() / (repeats * ref.sum()))),
@@ -165,7 +168,8 @@ def cv_noise_budget(ds: wd.WrenchDataset, truth: wm.WrenchSpaceModel, folds: int
     each ``e`` in ``extra_beds``. Noise draw i is cross-validated on fold draw i (``cross_validate``'s
     seed ``seed`` + i), so that ``draws`` = R compares with the data's CV repeated R times.
     Returns {"rel_rmse": {e: the RMS over ``draws`` noise draws, as CV pools its draws},
-    "draw_std": {e: their standard deviation, None for one draw}, "cells": [{"theta", "rel_rmse"}: each configuration's
+    "draw_std": {e: their standard deviation, None for one draw},
+    "cells": [{"theta", "rel_rmse"}: each configuration's
     own error at the first e]}, or None where the data carry no spread. A measured error above these
     figures is structure between the cells that the grid does not resolve, not noise."""
     noise = _sample_noise(ds)
