@@ -89,6 +89,7 @@ def test_synth_terramechanics_and_58_directions(tmp_path):
     (["train", "data/sand.h5"], "needs --out"),
     (["train", "data/sand.h5", "--out", "m.h5", "--smoothing", "lots"], "expected a number, got 'lots' (or 'noise')"),
     (["train", "data/sand.h5", "--out", "m.h5", "--smoothing", "noise"], "no configuration measured in two beds"),
+    (["train", "data/sand.h5", "--out", "m.h5", "--cv-repeats", "3"], "this job has none: add --cv K"),
 ])
 def test_bad_input_is_one_clear_line(args, message, tmp_path):
     proc = granular(*args, ok=False)

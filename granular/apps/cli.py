@@ -279,6 +279,9 @@ def cmd_train(args):
         check_output(job.figures, inputs + [job.out], directory=True, what="--figures")
     if job.cv == 1:
         raise GranularError("--cv needs K ≥ 2 folds (or 0 for none)")
+    if args.cv_repeats is not None and not job.cv:
+        raise GranularError(f"--cv-repeats {args.cv_repeats} draws the folds of a cross-validation, and this job "
+                            f"has none: add --cv K (K ≥ 2 folds)")
 
     result, model, concavity = training.run_job(job, progress=True)
     medium = result["medium"]
@@ -287,7 +290,7 @@ def cmd_train(args):
         result["figures"] = [
             str(plots.wrench_spaces(model.points(thetas), [_label(t) for t in thetas],
                                     job.figures / "wrench_space.png", f"{medium}: predicted W(θ)")),
-            str(plots.training_report(result.get("cv", {}), result["fixed_normals"],
+            str(plots.training_report(result.get("cv", {}), result.get("cv_repeated"), result["fixed_normals"],
                                       concavity, job.figures / "training_report.png",
                                       f"{medium} ({job.regressor})")),
         ]
@@ -302,13 +305,12 @@ def cmd_train(args):
             for name, v in r["cv"].items():
                 _say(f"  {name:<10}{v['rel_rmse']:>8.4f}{v['rel_rmse_fx']:>8.4f}"
                      f"{v['rel_rmse_fz']:>8.4f}{v['rel_rmse_tau']:>8.4f}")
-            if "cv_repeated" in r:
-                v = r["cv_repeated"]
+            v = r["cv_repeated"]
+            if len(v["rel_rmse_repeats"]) > 1:
                 _say(f"  rbf over {len(v['rel_rmse_repeats'])} draws of the folds: {v['rel_rmse']:.4f} "
                      f"(one draw: {min(v['rel_rmse_repeats']):.3f}–{max(v['rel_rmse_repeats']):.3f}, "
                      f"± {np.std(v['rel_rmse_repeats']):.3f})")
-            rbf_cv = r.get("cv_repeated", r["cv"]["rbf"])
-            cells = (rbf_cv if r["regressor"] == "rbf" else r["cv"][r["regressor"]])["cells"][:5]
+            cells = (r["cv_repeated"] if r["regressor"] == "rbf" else r["cv"][r["regressor"]])["cells"][:5]
             smooth = all("smooth_rel_rmse" in c for c in cells)
             _say(f"  where {r['regressor']}'s error lies, the five largest shares (share of the squared error, the "
                  f"configuration's own error{' (a smooth medium’s at this noise)' if smooth else ''}, "
@@ -327,7 +329,7 @@ def cmd_train(args):
             truth = "this model's W" if r["regressor"] == "rbf" else "an RBF's W fitted to these data"
             _say(f"  the RBF on a smooth medium ({truth}) measured with this noise on the same folds would score "
                  f"{now:.3f}, "
-                 f"{more}; the rest of its {rbf_cv['rel_rmse']:.3f} is structure between cells")
+                 f"{more}; the rest of its {r['cv_repeated']['rel_rmse']:.3f} is structure between cells")
         if r["rbf"]["smoothing_from_noise"] and r["regressor"] == "rbf":
             _say(f"RBF smoothing {r['rbf']['smoothing']:.3g}: the model misses its own samples by the data's "
                  f"bed-to-bed noise, no more (discrepancy principle)")

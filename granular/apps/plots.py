@@ -79,8 +79,10 @@ def wrench_spaces(points_list, labels, path, title=""):
     return save(fig, path)
 
 
-def training_report(cv: dict, fixed: dict, concavity: dict, path, title=""):
-    """CV errors per regressor, fixed-normal approximation error against K, concavity per configuration."""
+def training_report(cv: dict, repeated: dict | None, fixed: dict, concavity: dict, path, title=""):
+    """CV errors per regressor (the bars: one draw of the folds; ``repeated``, the RBF over several
+    draws: their pooled figure and range), fixed-normal approximation error against K, concavity per
+    configuration."""
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     ax = axes[0]
     if cv:
@@ -91,6 +93,11 @@ def training_report(cv: dict, fixed: dict, concavity: dict, path, title=""):
             ax.bar(np.arange(len(names)) + i * width, [cv[n][key] for n in names], width,
                    label=key.replace("rel_rmse_", "").replace("rel_rmse", "all"))
         ax.set_xticks(np.arange(len(names)) + 0.4 - width / 2, names)
+        draws = (repeated or {}).get("rel_rmse_repeats", [])
+        if len(draws) > 1 and "rbf" in names:
+            v = repeated["rel_rmse"]
+            ax.errorbar(names.index("rbf"), v, yerr=[[v - min(draws)], [max(draws) - v]], fmt="kD", ms=4,
+                        capsize=3, label=f"rbf all, {len(draws)} draws of the folds")
         ax.legend(fontsize=8)
     ax.set_ylabel("relative RMS error (held-out)")
     ax.set_title("cross-validation")

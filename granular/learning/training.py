@@ -42,8 +42,8 @@ def cross_validate(ds: wd.WrenchDataset, names=tuple(REGRESSORS), folds: int = 5
     """K-fold CV over configurations: {regressor: {rel_rmse, rel_rmse_fx, rel_rmse_fz, rel_rmse_tau, cells}}
     (``cells``: where the error lies, :func:`_cells`, the ``cells`` largest shares; None: every configuration).
     ``repeats`` > 1 draws the folds that many times (fold seeds ``seed``, ``seed`` + 1, ...), every
-    configuration held out once per draw, and pools the errors; ``rel_rmse_repeats`` then lists each
-    draw's figure. With a few dozen configurations one draw of the folds is off its mean by several
+    configuration held out once per draw, and pools the errors; ``rel_rmse_repeats`` lists each
+    draw's figure (one for one draw). With a few dozen configurations one draw of the folds is off its mean by several
     per cent (data/README.md, "how much the folds matter").
     ``kernel``, ``smoothing``: the RBF's (its defaults where None, 0); smoothing :data:`NOISE` is
     chosen again in every fold from the fold's own training data (its noise floor; the whole data's
@@ -81,9 +81,8 @@ def cross_validate(ds: wd.WrenchDataset, names=tuple(REGRESSORS), folds: int = 5
         per_axis = np.sqrt(pooled.sum(axis=0) / np.maximum(repeats * ref.sum(axis=0), 1e-300))
         results[name] = {"rel_rmse": float(np.sqrt(pooled.sum() / (repeats * ref.sum()))),
                          **{f"rel_rmse_{a}": float(v) for a, v in zip(("fx", "fz", "tau"), per_axis)},
-                         "cells": _cells(ds, below, pooled.sum(axis=1), repeats * ref.sum(axis=1))[:cells]}
-        if repeats > 1:
-            results[name]["rel_rmse_repeats"] = np.sqrt(err.sum(axis=(1, 2)) / ref.sum()).tolist()
+                         "cells": _cells(ds, below, pooled.sum(axis=1), repeats * ref.sum(axis=1))[:cells],
+                         "rel_rmse_repeats": np.sqrt(err.sum(axis=(1, 2)) / ref.sum()).tolist()}
     bar.close()
     return results
 
@@ -400,10 +399,10 @@ def run_job(job: Job, progress: bool = False):
     if job.cv:
         result["cv"] = cross_validate(ds, tuple(REGRESSORS), job.cv, progress=progress, target=job.target,
                                       kernel=job.kernel, smoothing=job.smoothing)
-        if job.cv_repeats > 1:  # the RBF's figure, off no single draw of the folds
-            result["cv_repeated"] = cross_validate(ds, ("rbf",), job.cv, progress=progress, target=job.target,
-                                                   kernel=job.kernel, smoothing=job.smoothing,
-                                                   repeats=job.cv_repeats)["rbf"]
+        # the RBF's figure, off no single draw of the folds (one draw: the comparison's own)
+        result["cv_repeated"] = result["cv"]["rbf"] if job.cv_repeats == 1 else cross_validate(
+            ds, ("rbf",), job.cv, progress=progress, target=job.target, kernel=job.kernel,
+            smoothing=job.smoothing, repeats=job.cv_repeats)["rbf"]
         if (floor := cv_noise_floor(ds)) is not None:
             result["cv_noise_floor"] = floor
     model = wm.fit(ds, job.regressor, job.target, **_params(job.regressor, job.kernel, smoothing))
@@ -413,7 +412,7 @@ def run_job(job: Job, progress: bool = False):
         result["cv_noise_budget"] = budget = cv_noise_budget(ds, truth, job.cv, job.target, job.kernel,
                                                              job.smoothing, draws=job.cv_repeats)
         smooth = {tuple(c["theta"]): c["rel_rmse"] for c in budget["cells"]}
-        for c in result.get("cv_repeated", result["cv"]["rbf"])["cells"]:
+        for c in result["cv_repeated"]["cells"]:
             c["smooth_rel_rmse"] = smooth[tuple(c["theta"])]
     concavity = concavity_table(ds)
     result["concavity"] = {k: v for k, v in concavity.items() if k != "per_config"}
