@@ -131,9 +131,11 @@ def test_a_job_learns_the_target_it_names(sand, tmp_path):
 
     wd.write(sand, tmp_path / "sand.h5")
     job = tmp_path / "job.toml"
-    job.write_text("dataset = 'sand.h5'\nout = 'm.h5'\ncv = 3\ntarget = 'per-depth'\n")
+    job.write_text("dataset = 'sand.h5'\nout = 'm.h5'\ncv = 3\ncv_repeats = 1\ntarget = 'per-depth'\n")
     result, model, _ = training.run_job(training.load_job(job))
     assert result["target"] == "per-depth" == wm.load(tmp_path / "m.h5").target
+    assert result["cv_repeated"] == result["cv"]["rbf"], "one draw of the folds: the comparison's own"
+    assert result["cv_repeated"]["rel_rmse_repeats"] == [pytest.approx(result["cv"]["rbf"]["rel_rmse"], rel=1e-12)]
     plain = training.cross_validate(sand, names=("rbf",), folds=3)["rbf"]["rel_rmse"]
     assert result["cv"]["rbf"]["rel_rmse"] != pytest.approx(plain, rel=1e-6)  # the folds learned w / |d|
     job.write_text("dataset = 'sand.h5'\nout = 'm.h5'\ntarget = 'log'\n")
