@@ -107,6 +107,10 @@ def test_tiny_prescribed_path_run_end_to_end(tmp_path):
     mtime = (tmp_path / "runs" / "s1" / "tiny_s1.csv").stat().st_mtime_ns
     assert dem.acquire_paths(tmp_path / "runs", [bed], path, workers=1) == paths    # resumed: nothing redone
     assert (tmp_path / "runs" / "s1" / "tiny_s1.csv").stat().st_mtime_ns == mtime
+    # the same path on the same bed run softer (``young``, as acquisition runs take it) pushes back less
+    params = json.loads((tmp_path / "runs" / "s1" / "tiny_s1.params.json").read_text())
+    soft = dem.run_path({**params, "name": "tiny_soft", "young": 1e6}, str(tmp_path / "runs" / "s1"))
+    assert 0 < np.loadtxt(soft, delimiter=",", skiprows=1)[-1, 5] < rec[-1, 5]
 
 
 @pytest.mark.slow

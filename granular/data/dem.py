@@ -147,6 +147,19 @@ json.dump({"surface_z": sum(layer) / len(layer), "spheres": len(tops), "dt": O.d
           open(OUT + ".json", "w"))
 '''
 
+#: Both run scripts' optional ``young`` (Pa): the bed run at another stiffness than it was made with.
+_RESTIFFEN = r'''
+if P.get("young"):
+    # the bed at another stiffness: contacts made anew with it, the time step for it, at rest again
+    for m in O.materials:
+        m.young = P["young"]
+    O.interactions.clear()
+    O.dt = 0.7 * PWaveTimeStep()
+    O.run(200, True)
+    while unbalancedForce() > 0.05 and O.iter < 20000:
+        O.run(200, True)
+'''
+
 RUN_SCRIPT = r'''
 import json, math, time
 started = time.time()
@@ -157,16 +170,7 @@ except NameError:
     load_bed = O.load
 load_bed(P["bed"])
 bed = json.load(open(P["bed"] + ".json"))
-if P.get("young"):
-    # the bed at another stiffness: contacts made anew with it, the time step for it, at rest again
-    for m in O.materials:
-        m.young = P["young"]
-    O.interactions.clear()
-    O.dt = 0.7 * PWaveTimeStep()
-    O.run(200, True)
-    while unbalancedForce() > 0.05 and O.iter < 20000:
-        O.run(200, True)
-Lx, Ly, Lz = P["box"]
+''' + _RESTIFFEN + r'''Lx, Ly, Lz = P["box"]
 d, phi0 = P["theta_des"]
 vx, vz, w = P["v_des"]
 T, R, L = P["t_total"], P["foot_radius"], P["foot_length"]
@@ -258,7 +262,7 @@ import json, math
 P = json.load(open(PARAMS))
 O.load(P["bed"])
 bed = json.load(open(P["bed"] + ".json"))
-Lx, Ly, Lz = P["box"]
+''' + _RESTIFFEN + r'''Lx, Ly, Lz = P["box"]
 R, L = P["foot_radius"], P["foot_length"]
 W = P["waypoints"]   # rows (t, x, z, phi): p_center from the box centre and the surface, tilt; t from 0
 surface = bed["surface_z"]

@@ -68,6 +68,7 @@ def variants() -> dict:
     base = dem.Bed(seed=1)
     soft = replace(base, young=1e7)
     wide_box = (base.box[0] * 1.5, base.box[1] * 1.5, base.box[2])
+    wider_box = (base.box[0] * 2.25, base.box[1] * 2.25, base.box[2])
     deep_box = (base.box[0], base.box[1], base.box[2] * 1.5)
     v = {
         "E3e8": Variant(base, what="today's bed: walled 0.5 × 0.22 m, 3,400 spheres, E 3e8 Pa"),
@@ -101,6 +102,11 @@ def variants() -> dict:
                              reference="E1e7-wide", what="E1e7-wide's bed, its runs at E 3e8 Pa"),
         "E3e7-per-wide": Variant(replace(soft, periodic=True, box=wide_box, particles=round(base.particles * 2.25)),
                                  run_young=3e7, reference="E1e7-per-wide", what="E1e7-per-wide's bed, its runs at E 3e7 Pa"),
+        # Has the wrench converged with the width at 1.5×? One more 1.5× (2.25× today's box, 5× its spheres).
+        "E1e7-wider": Variant(replace(soft, box=wider_box, particles=round(base.particles * 2.25 ** 2)),
+                              reference="E1e7-wide", what="walls: box 2.25× wider and longer (1.5× E1e7-wide's)"),
+        "E3e8-wider": Variant(replace(soft, box=wider_box, particles=round(base.particles * 2.25 ** 2)), run_young=3e8,
+                              reference="E3e8-wide", what="E1e7-wider's bed, its runs at E 3e8 Pa"),
         "E1e7-batch": Variant(soft, reference="E1e7", batch=True,
                               what="E1e7's runs, a configuration's three in one YADE process, the bed kept in memory"),
     }
