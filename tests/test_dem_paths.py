@@ -134,3 +134,21 @@ def test_acquire_dem_paths_on_the_command_line_is_resumable(tmp_path):
     mtime = raw.stat().st_mtime_ns
     again = run_group(cmd, timeout=600)
     assert again.returncode == 0 and raw.stat().st_mtime_ns == mtime, "resumed: nothing redone"
+
+
+def test_the_plunge_study_reads_a_profile_and_compares_boxes(tmp_path):
+    from granular.data import dem_plunge
+
+    t = np.arange(0, 1.0001, 0.005)
+    z = -0.2 * t
+    rec = np.column_stack([t, 0 * t, z, 0 * t, 3e3 * z, -4e3 * z, 0 * t])   # |F| = 5 kN per m of depth
+    np.savetxt(tmp_path / "run.csv", rec, delimiter=",", header="t,x,z,phi,fx,fz,tau", comments="")
+    assert dem_plunge.profile(tmp_path / "run.csv") == pytest.approx(5e3 * dem_plunge.DEPTHS, rel=1e-6)
+    meta = {"what": "", "box": "1x1x1", "seed": 1, "spheres": 10, "packing": 0.5, "bed_s": 1, "run_s": 2}
+    rows = [{**meta, "bed": b, "path": "upright", "depth": d, "F": k * 5e3 * d}
+            for b, k in (("N1", 1.0), ("W1", 0.5)) for d in dem_plunge.DEPTHS]
+    text = dem_plunge.report(rows)
+    assert "| upright: W1 / N1 | 0.50 ± 0% |" in text and "| 1.50 |" in text   # 18 cm over 12 cm
+    dem_plunge.plot(rows, tmp_path / "p.png")
+    assert (tmp_path / "p.png").stat().st_size > 0
+    assert dem_plunge.main(["run", "--workdir", str(tmp_path), "--beds", "X9", "--out", str(tmp_path / "o.csv")]) == 2

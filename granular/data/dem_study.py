@@ -214,12 +214,18 @@ def read_rows(path) -> list:
         return []
     with open(path, newline="") as fh:
         rows = list(csv.DictReader(fh))
+    return [{k: _value(v) for k, v in r.items()} for r in rows]
+
+
+def _value(text: str):
+    """A CSV cell as written by :func:`write_rows`: a bool, None, a number, or else the text."""
     words = {"True": True, "False": False, "": None}
-    for r in rows:
-        for k, v in r.items():
-            if k not in ("variant", "reference", "what", "config", "direction", "box"):
-                r[k] = words[v] if v in words else float(v)
-    return rows
+    if text in words:
+        return words[text]
+    try:
+        return float(text)
+    except ValueError:
+        return text
 
 
 def changes(rows) -> list:
