@@ -148,7 +148,8 @@ def test_the_plunge_study_reads_a_profile_and_compares_boxes(tmp_path):
     rows = [{**meta, "bed": b, "path": "upright", "depth": d, "F": k * 5e3 * d}
             for b, k in (("N1", 1.0), ("W1", 0.5)) for d in dem_plunge.DEPTHS]
     text = dem_plunge.report(rows)
-    assert "| upright: W1 / N1 | 0.50 ± 0% |" in text and "| 1.50 |" in text   # 18 cm over 12 cm
+    assert "| upright: W1 (1x1x1) / N1 (1x1x1) | 0.50 ± 0% |" in text and "| 1.50 |" in text   # 18 cm over 12 cm
     dem_plunge.plot(rows, tmp_path / "p.png")
     assert (tmp_path / "p.png").stat().st_size > 0
-    assert dem_plunge.main(["run", "--workdir", str(tmp_path), "--beds", "X9", "--out", str(tmp_path / "o.csv")]) == 2
+    for bad in (["--beds", "X9"], ["--beds", "N21", "--paths", "up"]):
+        assert dem_plunge.main(["run", "--workdir", str(tmp_path), "--out", str(tmp_path / "o.csv"), *bad]) == 2

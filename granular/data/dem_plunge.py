@@ -70,13 +70,14 @@ def profile(csv_path) -> np.ndarray:
     return np.array([force[np.abs(depth - d) <= HALF_WINDOW + 1e-9].mean() for d in DEPTHS])
 
 
-def run_bed(name: str, pb: PlungeBed, workdir: Path, rows: list, out: Path | None):
+def run_bed(name: str, pb: PlungeBed, workdir: Path, rows: list, out: Path | None, paths=tuple(PATHS)):
     from granular.foot import Foot
 
     foot, folder = Foot(), workdir / name
     dem.prepare_bed(pb.bed, folder, threads=1, progress=True)
     info = dem._bed_summary(pb.bed, folder)
-    for path, waypoints in PATHS.items():
+    for path in paths:
+        waypoints = PATHS[path]
         if any(r["bed"] == name and r["path"] == path for r in rows):
             continue
         params = {"name": f"{path}_{name}", "path": path, "seed": pb.bed.seed, "bed": str(dem.bed_file(folder)),
@@ -112,7 +113,8 @@ def _table(rows):
 
 def report(rows) -> str:
     """Markdown: the beds; |F| (kN) at 3–18 cm per run (means over ±1.5 cm); the growth from 12 to 18 cm;
-    and each wide bed's profile over each narrow bed's (the geometric mean of the ratio over 3–18 cm)."""
+    and each run's profile over every earlier bed's on the same path (the geometric mean of the ratio
+    over 3–18 cm): wide boxes over today's, and beds of the same box over each other."""
     prof, meta = _table(rows)
     show = [0.03, 0.06, 0.09, 0.12, 0.15, 0.18]
 
@@ -126,14 +128,14 @@ def report(rows) -> str:
                      f"{run_s:.0f} | " + " | ".join(f"{at(f, d) / 1e3:.2f}" for d in show)
                      + f" | {at(f, 0.18) / at(f, 0.12):.2f} |")
     deep = (DEPTHS >= 0.03) & (DEPTHS <= 0.18)
-    lines += ["", "| run | wide bed / narrow bed, 3–18 cm (geometric mean ± s.e. over the profile's depths) |", "|---|---|"]
-    for (wb, path), fw in prof.items():
-        if not wb.startswith("W"):
-            continue
-        for (nb, npath), fn in prof.items():
-            if nb.startswith("N") and npath == path:
-                x = np.log(fw[deep] / fn[deep])
-                lines.append(f"| {path}: {wb} / {nb} | {np.exp(x.mean()):.2f} ± {np.exp(x.std(ddof=1) / np.sqrt(len(x))) - 1:.0%} |")
+    lines += ["", "| run | one bed over another, 3–18 cm (geometric mean ± s.e. over the profile's depths) |", "|---|---|"]
+    runs = list(prof)
+    for i, (b, path) in enumerate(runs):
+        for a, other in runs[:i]:
+            if other == path:
+                x = np.log(prof[b, path][deep] / prof[a, path][deep])
+                se = np.exp(x.std(ddof=1) / np.sqrt(len(x))) - 1
+                lines.append(f"| {path}: {b} ({meta[b]['box']}) / {a} ({meta[a]['box']}) | {np.exp(x.mean()):.2f} ± {se:.0%} |")
     return "\n".join(lines)
 
 
@@ -167,6 +169,7 @@ def main(argv=None):
     r.add_argument("--workdir", required=True, help="where beds and runs are kept (not in git)")
     r.add_argument("--beds", required=True, help=f"comma-separated, of: {', '.join(beds())}")
     r.add_argument("--out", required=True, help="results CSV (a row per bed, path and depth)")
+    r.add_argument("--paths", default=",".join(PATHS), help=f"comma-separated, of: {', '.join(PATHS)} (default: all)")
     s = sub.add_parser("report", help="markdown tables of a results CSV")
     s.add_argument("results")
     s.add_argument("--plot", help="also draw the profiles into this image (.png)")
@@ -186,10 +189,13 @@ def main(argv=None):
         unknown = [n for n in names if n not in known]
         if unknown:
             raise GranularError(f"unknown bed(s) {', '.join(unknown)}; known: {', '.join(known)}")
+        paths = [n for n in args.paths.split(",") if n]
+        if not paths or set(paths) - set(PATHS):
+            raise GranularError(f"--paths {args.paths!r}: give some of {', '.join(PATHS)}")
         out = Path(args.out)
         rows = read_rows(out)
         for name in names:
-            run_bed(name, known[name], Path(args.workdir).resolve(), rows, out)
+            run_bed(name, known[name], Path(args.workdir).resolve(), rows, out, paths)
         print(report(rows))
     except GranularError as exc:
         print(f"dem_plunge: error: {exc}", file=sys.stderr)
