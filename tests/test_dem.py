@@ -114,6 +114,26 @@ def test_a_periodic_bed_is_another_bed_and_old_walled_folders_still_match(tmp_pa
         dem.prepare_bed(dataclasses.replace(walled, young=1e7), tmp_path)
 
 
+def test_settle_young_settles_the_bed_soft_and_runs_it_stiff(tmp_path, monkeypatch):
+    from granular.apps import cli
+    from granular.data import dem
+    from granular.errors import GranularError
+
+    seen = []
+
+    def record(*args, run_young=None, **kw):   # stands in for YADE: what the command asked for
+        seen.append((next(a for a in args + tuple(kw.values()) if isinstance(a, (dem.Bed, list))), run_young))
+        raise GranularError("recorded")
+    monkeypatch.setattr(dem, "acquire_dataset", record)
+    monkeypatch.setattr(dem, "acquire_paths", record)
+    monkeypatch.setattr(dem, "yade_command", lambda: "yade")
+    for engine, out in (("dem", "a.h5"), ("dem-paths", "v")):
+        for extra in ([], ["--settle-young", "1e7"]):
+            assert cli.main(["acquire", engine, "--out", str(tmp_path / out), "--young", "2e8", *extra]) == 2
+    beds = [b if isinstance(b, dem.Bed) else b[0] for b, _ in seen]
+    assert [(b.young, run) for b, (_, run) in zip(beds, seen)] == [(2e8, None), (1e7, 2e8)] * 2
+
+
 def test_acquire_refuses_bad_dem_options_in_one_line(tmp_path):
     base = [sys.executable, "-m", "granular", "acquire"]
     cases = [(["dem-paths", "--out", tmp_path / "v", "--paths", "diagonal,zigzag"], "zigzag"),

@@ -67,6 +67,10 @@ def test_resumability_refuses_other_parameters(tmp_path):
     assert dem.is_done(params, tmp_path)
     assert not dem.is_done({**params, "waypoints": dem.VALIDATION_PATHS["diagonal"].tolist()}, tmp_path)
     assert not dem.is_done({**params, "seed": 2}, tmp_path)
+    dotted = {**params, "name": "plunge_d0.12_phi1.5"}   # not taken for "plunge_d0.csv"
+    for suffix in (".csv", ".json", ".params.json"):
+        (tmp_path / f"plunge_d0.12_phi1.5{suffix}").write_text(json.dumps(dotted) if "params" in suffix else "recorded")
+    assert dem.is_done(dotted, tmp_path)
 
 
 def test_a_bed_folder_of_another_seed_is_refused_and_an_old_one_is_seed_0(tmp_path):

@@ -504,8 +504,7 @@ def run_batch(batch: list, workdir: str, timeout: float = 3600) -> list:
 
 def is_done(params: dict, workdir) -> bool:
     """Whether this very run (same parameters, not only the same name) has been recorded."""
-    base = Path(workdir) / params["name"]
-    files = [base.with_suffix(s) for s in (".csv", ".json", ".params.json")]
+    files = [Path(workdir) / f"{params['name']}{s}" for s in (".csv", ".json", ".params.json")]   # a name may hold dots
     return all(f.exists() for f in files) and json.loads(files[2].read_text()) == json.loads(json.dumps(params))
 
 
@@ -550,16 +549,17 @@ def plan(bed_path, bed: Bed, configs, directions, velocity_scale, t_total, foot,
 
 def acquire(workdir, bed: Bed, configs, directions, velocity_scale, t_total, foot, medium="beads",
             workers: int = 2, scheduler=None, insert_speed: float = 1.0, progress=True, threads: int | None = None,
-            batch: int = 1):
+            batch: int = 1, run_young: float | None = None):
     """Run every acquisition on a Dask cluster (local unless ``scheduler``); return the CSV paths. The bed
     is prepared here on ``threads`` YADE threads (default: all cores); each run uses one. With
     ``batch`` > 1 a Dask task runs up to that many runs of one configuration in one YADE process
-    (:func:`run_batch`)."""
+    (:func:`run_batch`). ``run_young`` (Pa): the runs' stiffness, when the bed was settled at another."""
     from distributed import Client, LocalCluster, as_completed
     from tqdm import tqdm
 
     workdir = Path(workdir).resolve()
-    runs = plan(bed_file(workdir), bed, configs, directions, velocity_scale, t_total, foot, medium, insert_speed)
+    runs = plan(bed_file(workdir), bed, configs, directions, velocity_scale, t_total, foot, medium, insert_speed,
+                run_young)
     log.info("preparing the bed (%d spheres, %.3f m deep) in %s", bed.particles, bed.depth, workdir)
     prepare_bed(bed, workdir, threads=threads, progress=progress)
     done = [r for r in runs if is_done(r, workdir)]
@@ -618,9 +618,10 @@ def cost(workdir, paths) -> dict:
 
 def acquire_dataset(out, medium: str, bed: Bed, depths, tilts, m: int, t_total: float, cutoff: float,
                     workdir=None, workers: int = 2, scheduler=None, insert_speed: float = 1.0,
-                    threads: int | None = None, batch: int = 1):
+                    threads: int | None = None, batch: int = 1, run_young: float | None = None):
     """The whole DEM acquisition of a medium: bed, runs on Dask (resumable in ``workdir``), ingestion
-    through the rig path; the dataset, its creator line saying how it was made."""
+    through the rig path; the dataset, its creator line saying how it was made. ``run_young`` (Pa): run
+    at this stiffness a bed settled at ``bed.young`` (data/README.md: a bed settled soft is ready sooner)."""
     from dataclasses import replace
 
     from granular.data import ingest
@@ -635,11 +636,12 @@ def acquire_dataset(out, medium: str, bed: Bed, depths, tilts, m: int, t_total: 
     directions = direction_set(m)
     paths = acquire(workdir, bed, config_grid(depths, tilts), directions, scale, t_total, Foot(),
                     medium=medium, workers=workers, scheduler=scheduler, insert_speed=insert_speed, threads=threads,
-                    batch=batch)
+                    batch=batch, run_young=run_young)
     ds = ingest.assemble(paths, out_medium=medium, cutoff=cutoff, m=directions, velocity_scale=scale, source="dem")
     c = cost(workdir, paths)
     cell = "periodic cell" if bed.periodic else "box"
-    made = (f"YADE, {c['spheres']} spheres in a {' x '.join(map(str, bed.box))} m {cell}, E {bed.young:.3g} Pa, "
+    stiffness = f"E {bed.young:.3g} Pa" if run_young is None else f"settled at E {bed.young:.3g}, run at {run_young:.3g} Pa"
+    made = (f"YADE, {c['spheres']} spheres in a {' x '.join(map(str, bed.box))} m {cell}, {stiffness}, "
             f"seed {bed.seed}, t_total {t_total} s, "
             f"insertion {insert_speed} m/s, cutoff {cutoff} Hz; bed {c['bed_s']:.0f} s, "
             f"{c['runs']} runs {c['runs_s'] / 60:.1f} min of YADE time")
@@ -768,10 +770,12 @@ def _bed_summary(bed: Bed, workdir) -> dict:
 
 def acquire_paths(workdir, beds, paths=None, foot=None, medium="beads", workers: int = 2, scheduler=None,
                   insert_speed: float = 1.0, cutoff: float = PATH_CUTOFF_HZ, rate: float = PATH_RATE_HZ,
-                  out=None, timeout: float = 3600, threads: int | None = None, progress: bool = True):
+                  out=None, timeout: float = 3600, threads: int | None = None, progress: bool = True,
+                  run_young: float | None = None):
     """Every (bed, path) as a Dask task, each bed prepared once in ``workdir/s<seed>`` (on ``threads``
     YADE threads, default all cores); resumable, a failed run logged and skipped. Returns the CSV
-    paths (``PATH_sSEED.csv``), also copied with their sidecars into ``out`` if given."""
+    paths (``PATH_sSEED.csv``), also copied with their sidecars into ``out`` if given. ``run_young``
+    (Pa): the runs' stiffness, when the beds were settled at another."""
     from distributed import Client, LocalCluster, as_completed
 
     from granular.foot import Foot
@@ -798,6 +802,8 @@ def acquire_paths(workdir, beds, paths=None, foot=None, medium="beads", workers:
                                   "foot_length": foot.length, "medium": medium, "clearance": 2 * bed.radius,
                                   "insert_speed": insert_speed, "record_period": RECORD_PERIOD,
                                   "cutoff": cutoff, "rate": rate}))
+            if run_young is not None:
+                runs[-1][1]["young"] = float(run_young)
     log.info("%d runs, %d already done", len(runs), sum(is_done(p, f) for f, p in runs))
     cluster = None if scheduler else LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                                   dashboard_address=None)
