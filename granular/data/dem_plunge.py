@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from granular.data import dem
-from granular.data.dem_study import _child_cpu, read_rows, write_rows
+from granular.data.dem_study import _child_cpu, pick, read_rows, write_rows
 from granular.errors import GranularError
 
 log = logging.getLogger(__name__)
@@ -185,17 +185,10 @@ def main(argv=None):
                 plot(rows, args.plot)
             return 0
         known = beds()
-        names = [n for n in args.beds.split(",") if n]
-        unknown = [n for n in names if n not in known]
-        if unknown:
-            raise GranularError(f"unknown bed(s) {', '.join(unknown)}; known: {', '.join(known)}")
-        paths = [n for n in args.paths.split(",") if n]
-        if not paths or set(paths) - set(PATHS):
-            raise GranularError(f"--paths {args.paths!r}: give some of {', '.join(PATHS)}")
-        out = Path(args.out)
-        rows = read_rows(out)
+        names, paths = pick(args.beds, known, "bed"), pick(args.paths, PATHS, "path")
+        rows = read_rows(args.out)
         for name in names:
-            run_bed(name, known[name], Path(args.workdir).resolve(), rows, out, paths)
+            run_bed(name, known[name], Path(args.workdir).resolve(), rows, Path(args.out), paths)
         print(report(rows))
     except GranularError as exc:
         print(f"dem_plunge: error: {exc}", file=sys.stderr)

@@ -290,6 +290,15 @@ def report(rows) -> str:
     return "\n".join(lines).replace("| nan |", "| – |")   # columns an older study did not record
 
 
+def pick(text: str, known, what: str) -> list:
+    """The comma-separated names in ``text``, each one of ``known``, at least one."""
+    names = [n for n in text.split(",") if n]
+    unknown = [n for n in names if n not in known]
+    if unknown or not names:
+        raise GranularError(f"unknown {what}(s) {', '.join(unknown) or repr(text)}; known: {', '.join(known)}")
+    return names
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python3 -m granular.data.dem_study", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -306,10 +315,7 @@ def main(argv=None):
             print(report(read_rows(args.results)))
             return 0
         known = variants()
-        names = [n for n in args.variants.split(",") if n]
-        unknown = [n for n in names if n not in known]
-        if unknown:
-            raise GranularError(f"unknown variant(s) {', '.join(unknown)}; known: {', '.join(known)}")
+        names = pick(args.variants, known, "variant")
         out = Path(args.out)
         rows = read_rows(out)
         for name in names:
