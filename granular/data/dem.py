@@ -768,6 +768,21 @@ def _bed_summary(bed: Bed, workdir) -> dict:
             "packing_measured": round(float(solid), 4), "seconds": round(info.get("seconds", 0.0), 1)}
 
 
+def path_params(name: str, path: str, bed: Bed, folder, summary: dict, waypoints, foot, medium="beads",
+                insert_speed: float = 1.0, cutoff: float = PATH_CUTOFF_HZ, rate: float = PATH_RATE_HZ,
+                run_young: float | None = None) -> dict:
+    """One prescribed-path run's parameters (what :func:`run_path` is given and :func:`is_done` compares):
+    the run ``name`` drives ``foot`` along ``waypoints`` (checked rows) in the bed kept in ``folder``,
+    described by ``summary`` (:func:`_bed_summary`); ``run_young`` (Pa) runs it at another stiffness."""
+    params = {"name": name, "path": path, "seed": bed.seed, "bed": str(bed_file(folder)), "bed_info": summary,
+              "box": list(bed.box), "waypoints": waypoints, "foot_radius": foot.radius, "foot_length": foot.length,
+              "medium": medium, "clearance": 2 * bed.radius, "insert_speed": insert_speed,
+              "record_period": RECORD_PERIOD, "cutoff": cutoff, "rate": rate}
+    if run_young is not None:
+        params["young"] = float(run_young)
+    return params
+
+
 def acquire_paths(workdir, beds, paths=None, foot=None, medium="beads", workers: int = 2, scheduler=None,
                   insert_speed: float = 1.0, cutoff: float = PATH_CUTOFF_HZ, rate: float = PATH_RATE_HZ,
                   out=None, timeout: float = 3600, threads: int | None = None, progress: bool = True,
@@ -796,14 +811,8 @@ def acquire_paths(workdir, beds, paths=None, foot=None, medium="beads", workers:
         log.info("bed of seed %d: %d spheres kept, packing %.3f, %.0f s", bed.seed, summary["spheres"],
                  summary["packing_measured"], summary["seconds"])
         for name in paths:
-            runs.append((folder, {"name": f"{name}_s{bed.seed}", "path": name, "seed": bed.seed,
-                                  "bed": str(bed_file(folder)), "bed_info": summary, "box": list(bed.box),
-                                  "waypoints": waypoints[name], "foot_radius": foot.radius,
-                                  "foot_length": foot.length, "medium": medium, "clearance": 2 * bed.radius,
-                                  "insert_speed": insert_speed, "record_period": RECORD_PERIOD,
-                                  "cutoff": cutoff, "rate": rate}))
-            if run_young is not None:
-                runs[-1][1]["young"] = float(run_young)
+            runs.append((folder, path_params(f"{name}_s{bed.seed}", name, bed, folder, summary, waypoints[name], foot,
+                                             medium, insert_speed, cutoff, rate, run_young)))
     log.info("%d runs, %d already done", len(runs), sum(is_done(p, f) for f, p in runs))
     cluster = None if scheduler else LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                                   dashboard_address=None)

@@ -80,14 +80,8 @@ def run_bed(name: str, pb: PlungeBed, workdir: Path, rows: list, out: Path | Non
         waypoints = PATHS[path]
         if any(r["bed"] == name and r["path"] == path for r in rows):
             continue
-        params = {"name": f"{path}_{name}", "path": path, "seed": pb.bed.seed, "bed": str(dem.bed_file(folder)),
-                  "bed_info": info, "box": list(pb.bed.box),
-                  "waypoints": dem.check_path(pb.bed, waypoints, foot, path).tolist(),
-                  "foot_radius": foot.radius, "foot_length": foot.length, "medium": "beads",
-                  "clearance": 2 * pb.bed.radius, "insert_speed": 1.0, "record_period": dem.RECORD_PERIOD,
-                  "cutoff": dem.PATH_CUTOFF_HZ, "rate": dem.PATH_RATE_HZ}
-        if pb.run_young:
-            params["young"] = pb.run_young
+        params = dem.path_params(f"{path}_{name}", path, pb.bed, folder, info,
+                                 dem.check_path(pb.bed, waypoints, foot, path).tolist(), foot, run_young=pb.run_young)
         done, t, c = dem.is_done(params, folder), time.time(), _child_cpu()
         record = dem.run_path(params, str(folder), timeout=6 * 3600)
         cpu = None if done else _child_cpu() - c
