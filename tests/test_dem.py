@@ -98,23 +98,27 @@ def test_tiny_dem_acquisition_on_a_dask_cluster(tmp_path):
     assert again.returncode == 0 and "26 runs, 26 already done" in again.stderr
 
 
-def test_a_periodic_bed_is_another_bed_and_old_walled_folders_still_match(tmp_path):
+def test_periodic_or_smooth_walled_beds_are_other_beds_and_old_folders_and_runs_still_match(tmp_path):
     from granular.data import dem
     from granular.errors import GranularError
 
     walled = dem.Bed(600, (0.3, 0.14, 0.3), seed=1)
     for name in ("bed.yade.gz", "bed.yade.gz.json"):
         (tmp_path / name).write_text("{}")
-    old = {k: v for k, v in dem.asdict(walled).items() if k != "periodic"}   # written before the option
+    (tmp_path / "bed.yade.gz.json").write_text(json.dumps({"spheres": 500, "surface_z": 0.1}))
+    # written before the periodic and wall options
+    old = {k: v for k, v in dem.asdict(walled).items() if k not in ("periodic", "wall_friction")}
     (tmp_path / "bed.params.json").write_text(json.dumps({**old, "depth": walled.depth}))
     assert dem.prepare_bed(walled, tmp_path) == tmp_path / "bed.yade.gz"
-    with pytest.raises(GranularError, match="another bed"):
-        dem.prepare_bed(dataclasses.replace(walled, periodic=True), tmp_path)
-    with pytest.raises(GranularError, match="another bed"):
-        dem.prepare_bed(dataclasses.replace(walled, young=1e7), tmp_path)
+    for other in (dict(periodic=True), dict(young=1e7), dict(wall_friction=0.0)):
+        with pytest.raises(GranularError, match="another bed"):
+            dem.prepare_bed(dataclasses.replace(walled, **other), tmp_path)
+    # a path run's parameters describe its bed as runs recorded before the wall option did, unless smooth
+    assert "wall_friction" not in dem._bed_summary(walled, tmp_path)
+    assert dem._bed_summary(dataclasses.replace(walled, wall_friction=0.0), tmp_path)["wall_friction"] == 0.0
 
 
-def test_settle_young_settles_the_bed_soft_and_runs_it_stiff(tmp_path, monkeypatch):
+def test_settle_young_and_wall_friction_reach_the_bed(tmp_path, monkeypatch):
     from granular.apps import cli
     from granular.data import dem
     from granular.errors import GranularError
@@ -132,6 +136,9 @@ def test_settle_young_settles_the_bed_soft_and_runs_it_stiff(tmp_path, monkeypat
             assert cli.main(["acquire", engine, "--out", str(tmp_path / out), "--young", "2e8", *extra]) == 2
     beds = [b if isinstance(b, dem.Bed) else b[0] for b, _ in seen]
     assert [(b.young, run) for b, (_, run) in zip(beds, seen)] == [(2e8, None), (1e7, 2e8)] * 2
+    assert all(b.wall_friction is None for b in beds), "rough walls unless asked"
+    assert cli.main(["acquire", "dem", "--out", str(tmp_path / "a.h5"), "--wall-friction", "0"]) == 2
+    assert seen[-1][0].wall_friction == 0.0
 
 
 def test_acquire_refuses_bad_dem_options_in_one_line(tmp_path):
@@ -139,12 +146,28 @@ def test_acquire_refuses_bad_dem_options_in_one_line(tmp_path):
     cases = [(["dem-paths", "--out", tmp_path / "v", "--paths", "diagonal,zigzag"], "zigzag"),
              (["dem", "--out", tmp_path / "b.h5", "--paths", "arc"], "dem-paths"),
              (["dem-paths", "--out", tmp_path / "v", "--seeds", "1,1"], "distinct"),
-             (["dem", "--out", tmp_path / "b.h5", "--young", "-3"], "young")]
+             (["dem", "--out", tmp_path / "b.h5", "--young", "-3"], "young"),
+             (["dem", "--out", tmp_path / "b.h5", "--periodic", "--wall-friction", "0"], "no walls"),
+             (["dem", "--out", tmp_path / "b.h5", "--wall-friction", "-1"], "wall-friction")]
     for args, word in cases:
         proc = subprocess.run(base + [str(a) for a in args], capture_output=True, text=True, timeout=120)
         assert proc.returncode == 2, (args, proc.stderr)
         assert word in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
         assert len(proc.stderr.strip().splitlines()) <= 3, proc.stderr   # usage line(s) and the one error
+
+
+@pytest.mark.slow
+@needs_yade
+def test_smooth_walls_give_the_bed_no_friction_and_rough_walls_do(tmp_path):
+    from granular.data import dem
+
+    shear = {}
+    for mu in (None, 0.0):
+        bed = dem.Bed(400, (0.25, 0.12, 0.3), young=1e7, seed=1, wall_friction=mu)
+        dem.prepare_bed(bed, tmp_path / str(mu), threads=1)
+        shear[mu] = json.loads((tmp_path / str(mu) / "bed.yade.gz.json").read_text())["wall_shear"]
+    assert shear[0.0] < 1e-9, "a smooth wall pushes only along its normal"
+    assert 0.05 < shear[None] <= dem.BEADS["friction"] + 1e-6, "a rough wall holds the bed up by friction, to μ"
 
 
 @pytest.mark.slow

@@ -563,8 +563,10 @@ def cmd_acquire(args):
     from granular.data import dataset as wd
     from granular.data import dem
 
+    if args.periodic and args.wall_friction is not None:
+        raise GranularError("--wall-friction: a --periodic bed has no walls; give one or the other")
     bed = dem.Bed(particles=args.particles, box=tuple(args.box), young=args.settle_young or args.young,
-                  periodic=args.periodic, seed=args.seed)
+                  periodic=args.periodic, seed=args.seed, wall_friction=args.wall_friction)
     run_young = args.young if args.settle_young else None
     if args.engine == "dem-paths":
         _check_outputs(args, files=(), folders=("out",))
@@ -832,6 +834,9 @@ def build_parser():
                         "'The plunge over depth')")
     a.add_argument("--periodic", action="store_true",
                    help="a bed periodic in x and y (no side or end walls; the box's X, Y are the period)")
+    a.add_argument("--wall-friction", type=_number(0, 10),
+                   help="the walls' friction coefficient (default: the beads' own, 0.577); 0: smooth walls, which "
+                        "confine the foot less (data/README.md, 'The plunge over depth')")
     a.add_argument("--seed", type=_number(0, 2**31 - 1, kind=int), default=0,
                    help="the bed's realisation (0: from the clock)")
     a.add_argument("--threads", type=_number(1, 1024, kind=int),

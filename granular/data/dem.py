@@ -65,6 +65,7 @@ class Bed:
     settled: float = 0.05                 # YADE's unbalanced-force ratio below which the bed is at rest
     seed: int = 0
     periodic: bool = False                # x, y periodic (no side or end walls), a flat floor only
+    wall_friction: float | None = None    # the walls' friction coefficient; None: the beads' own
 
     @property
     def depth(self) -> float:
@@ -101,7 +102,13 @@ if periodic:
     O.bodies.append([utils.sphere(((i + 0.5) * Lx / nx, (j + 0.5) * Ly / ny, -P["radius"]), P["radius"], fixed=True,
                                   material="beads") for i in range(nx) for j in range(ny)])
 else:
-    O.bodies.append(geom.facetBox((Lx / 2, Ly / 2, Lz), (Lx / 2, Ly / 2, Lz), wallMask=31, material="beads"))
+    walls = "beads"
+    if P.get("wall_friction") is not None:
+        # a contact takes the smaller friction angle of its two materials (Ip2_FrictMat_FrictMat_FrictPhys)
+        O.materials.append(FrictMat(young=P["young"], poisson=P["poisson"], density=P["density"],
+                                    frictionAngle=math.atan(P["wall_friction"]), label="walls"))
+        walls = "walls"
+    O.bodies.append(geom.facetBox((Lx / 2, Ly / 2, Lz), (Lx / 2, Ly / 2, Lz), wallMask=31, material=walls))
 sp = pack.SpherePack()
 top = 2.0 * P["depth"] + 4 * P["radius"]   # a loose cloud: under a third of the volume is spheres
 # YADE seeds from the clock for seed < 0 (its default, how the training bed was made) and repeats any other seed
@@ -140,10 +147,14 @@ tops = sorted(b.state.pos[2] + b.shape.radius for b in beads)
 layer = [z for z in tops if z > tops[-1] - 2 * P["radius"]]
 lost = sum(1 for b in beads if b.state.pos[2] < 0)   # fell through the floor
 overlap = [i.geom.penetrationDepth for i in O.interactions if i.isReal]
+# how much of the friction the walls can give the bed uses: 0 for smooth walls
+on_walls = [i.phys for i in O.interactions if i.isReal and isinstance(O.bodies[i.id1].shape, Facet)]
+wall_shear = max([f.shearForce.norm() / f.normalForce.norm() for f in on_walls if f.normalForce.norm() > 0] or [0.0])
 O.save(OUT)
 json.dump({"surface_z": sum(layer) / len(layer), "spheres": len(tops), "dt": O.dt, "seconds": O.realtime,
            "unbalanced": unbalancedForce(), "settle_s": O.time, "below_floor": lost,
-           "overlap_max": max(overlap) / P["radius"], "overlap_mean": sum(overlap) / len(overlap) / P["radius"]},
+           "overlap_max": max(overlap) / P["radius"], "overlap_mean": sum(overlap) / len(overlap) / P["radius"],
+           "wall_shear": wall_shear},
           open(OUT + ".json", "w"))
 '''
 
@@ -412,8 +423,9 @@ def prepare_bed(bed: Bed, workdir, timeout: float | None = None, threads: int | 
         with _BedBar(progress) as bar:
             _run_yade(BED_SCRIPT, params, Path(workdir), "bed", out, timeout,
                       threads=threads or os.cpu_count() or 1, progress=bar.show if progress else None)
-    # beds made before beds had seeds, or before the periodic option, were seeded from the clock and walled
-    kept = {"seed": 0, "periodic": False, **json.loads((Path(workdir) / "bed.params.json").read_text())}
+    # beds made before beds had seeds, or before the periodic or wall options, were seeded from the clock,
+    # walled, and their walls as rough as the beads
+    kept = {"seed": 0, "periodic": False, "wall_friction": None, **json.loads((Path(workdir) / "bed.params.json").read_text())}
     if kept != json.loads(json.dumps(params)):
         raise GranularError(f"{workdir} holds runs on another bed ({kept['particles']} spheres in a box "
                             f"{kept['box']}, seed {kept['seed']}): give another --workdir, or delete it to start over")
@@ -639,7 +651,8 @@ def acquire_dataset(out, medium: str, bed: Bed, depths, tilts, m: int, t_total: 
                     batch=batch, run_young=run_young)
     ds = ingest.assemble(paths, out_medium=medium, cutoff=cutoff, m=directions, velocity_scale=scale, source="dem")
     c = cost(workdir, paths)
-    cell = "periodic cell" if bed.periodic else "box"
+    cell = "periodic cell" if bed.periodic else "box" if bed.wall_friction is None else \
+        f"box (walls' friction {bed.wall_friction:g})"
     stiffness = f"E {bed.young:.3g} Pa" if run_young is None else f"settled at E {bed.young:.3g}, run at {run_young:.3g} Pa"
     made = (f"YADE, {c['spheres']} spheres in a {' x '.join(map(str, bed.box))} m {cell}, {stiffness}, "
             f"seed {bed.seed}, t_total {t_total} s, "
@@ -764,7 +777,9 @@ def _bed_summary(bed: Bed, workdir) -> dict:
     """The bed's parameters and what its preparation measured: spheres kept, surface, packing, wall time."""
     info = json.loads(_bed_info(workdir).read_text())
     solid = info["spheres"] * 4 / 3 * np.pi * bed.radius ** 3 / (bed.box[0] * bed.box[1] * info["surface_z"])
-    return {**asdict(bed), "spheres": info["spheres"], "surface_z": round(info["surface_z"], 5),
+    # rough walls are left out, as runs recorded before the option have them, so those are still done
+    fields = {k: v for k, v in asdict(bed).items() if not (k == "wall_friction" and v is None)}
+    return {**fields, "spheres": info["spheres"], "surface_z": round(info["surface_z"], 5),
             "packing_measured": round(float(solid), 4), "seconds": round(info.get("seconds", 0.0), 1)}
 
 

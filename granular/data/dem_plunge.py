@@ -43,6 +43,7 @@ HALF_WINDOW = 0.005
 
 _DEEP = dem.Bed(particles=5610, box=(0.55, 0.22, 0.6))   # the 12 and 18 cm rows' box (data/README.md)
 _WIDE = replace(_DEEP, box=(0.825, 0.33, 0.6), particles=12623)   # 1.5× wider and longer, as deep
+_WIDER = replace(_DEEP, box=(1.2375, 0.495, 0.6), particles=28402)   # 1.5× _WIDE's width and length
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,11 @@ def beds() -> dict:
         "N22": PlungeBed(replace(_DEEP, seed=22, **soft), 3e8, "0.55 × 0.22 m, settled at E 1e7, run at 3e8"),
         "W21": PlungeBed(replace(_WIDE, seed=21, **soft), 3e8, "0.825 × 0.33 m, settled at E 1e7, run at 3e8"),
         "W22": PlungeBed(replace(_WIDE, seed=22, **soft), 3e8, "0.825 × 0.33 m, settled at E 1e7, run at 3e8"),
+        "N21f": PlungeBed(replace(_DEEP, seed=21, wall_friction=0.0, **soft), 3e8,
+                          "0.55 × 0.22 m, frictionless walls, settled at E 1e7, run at 3e8"),
+        "W21f": PlungeBed(replace(_WIDE, seed=21, wall_friction=0.0, **soft), 3e8,
+                          "0.825 × 0.33 m, frictionless walls, settled at E 1e7, run at 3e8"),
+        "X21": PlungeBed(replace(_WIDER, seed=21, **soft), 3e8, "1.2375 × 0.495 m, settled at E 1e7, run at 3e8"),
     }
 
 
@@ -89,7 +95,7 @@ def run_bed(name: str, pb: PlungeBed, workdir: Path, rows: list, out: Path | Non
         seconds = json.loads(Path(record).with_suffix(".json").read_text())["seconds"]
         for d, f in zip(DEPTHS, profile(record)):
             rows.append({"bed": name, "path": path, "what": pb.what, "box": "x".join(f"{b:g}" for b in pb.bed.box),
-                         "seed": pb.bed.seed, "young_bed": pb.bed.young, "young_run": pb.run_young or pb.bed.young,
+                         "seed": pb.bed.seed, "wall_friction": pb.bed.wall_friction, "young_bed": pb.bed.young, "young_run": pb.run_young or pb.bed.young,
                          "spheres": info["spheres"], "packing": info["packing_measured"], "bed_s": info["seconds"],
                          "run_s": seconds, "cpu_s": cpu, "depth": d, "F": round(float(f), 2)})
         if out is not None:
@@ -146,8 +152,9 @@ def plot(rows, path):
     for ax, name in zip(np.atleast_1d(axes), PATHS):
         for (bed, p), f in prof.items():
             if p == name:
-                ax.plot(DEPTHS * 100, f / 1e3, "-o" if bed.startswith("W") else "--s", ms=3,
-                        label=f"{bed}: {meta[bed]['box']} m")
+                smooth = meta[bed].get("wall_friction") == 0
+                ax.plot(DEPTHS * 100, f / 1e3, ":^" if smooth else "--s" if bed.startswith("N") else "-o", ms=3,
+                        label=f"{bed}: {meta[bed]['box']} m" + (", smooth walls" if smooth else ""))
         ax.set(title=f"{name} plunge, 0.2 m/s", xlabel="depth of p_center (cm)", ylabel="|F| (kN)")
         if ax.lines:
             ax.legend(fontsize=8)
