@@ -157,3 +157,22 @@ def test_the_plunge_study_reads_a_profile_and_compares_boxes(tmp_path):
     assert (tmp_path / "p.png").stat().st_size > 0
     for bad in (["--beds", "X9"], ["--beds", "N21", "--paths", "up"]):
         assert dem_plunge.main(["run", "--workdir", str(tmp_path), "--out", str(tmp_path / "o.csv"), *bad]) == 2
+
+
+def test_the_artefact_study_compares_any_two_variants_cell_by_cell(tmp_path, capsys):
+    from granular.data import dem_study
+
+    cells = [(c, d) for c in dem_study.CONFIGS for d in dem_study.DIRECTIONS]
+    meta = {"what": "", "spheres": 10, "packing": 0.5, "unbalanced": 0.04, "bed_s": 1, "dt": 1e-5, "run_s": 2,
+            "overlap_max": 0.01}
+    rows = [{**meta, "variant": v, "reference": ref, "config": c, "direction": d, "fx": 0.0, "fz": k * 100,
+             "fx_win": 0.0, "fz_win": k * 100} for v, ref, k in (("A", "", 1.0), ("B", "A", 0.5), ("C", "A", 0.8))
+            for c, d in cells]
+    dem_study.write_rows(rows, tmp_path / "r.csv")
+    assert dem_study.main(["report", str(tmp_path / "r.csv"), "--against", "C:B"]) == 0
+    text = capsys.readouterr().out
+    assert "| B vs A | " + " | ".join(["50"] * 6) + " | 50 | 50 | -50 ± 0 |" in text
+    assert "| C vs B | " + " | ".join(["60"] * 6) + " | 60 | 60 | +60 ± 0 |" in text
+    for bad, word in (("C", "not VARIANT:REFERENCE"), ("C:Z", "unknown variant(s) Z")):
+        assert dem_study.main(["report", str(tmp_path / "r.csv"), "--against", bad]) == 2
+        assert word in capsys.readouterr().err

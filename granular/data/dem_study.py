@@ -107,6 +107,11 @@ def variants() -> dict:
                               reference="E1e7-wide", what="walls: box 2.25× wider and longer (1.5× E1e7-wide's)"),
         "E3e8-wider": Variant(replace(soft, box=wider_box, particles=round(base.particles * 2.25 ** 2)), run_young=3e8,
                               reference="E3e8-wide", what="E1e7-wider's bed, its runs at E 3e8 Pa"),
+        # Do smooth walls (friction 0) confine as little as a larger box? Today's box, smooth.
+        "E1e7-smooth": Variant(replace(soft, wall_friction=0.0), reference="E1e7",
+                               what="smooth walls (friction 0), today's box"),
+        "E3e8-smooth": Variant(replace(soft, wall_friction=0.0), run_young=3e8, reference="E3e8",
+                               what="E1e7-smooth's bed, its runs at E 3e8 Pa"),
         "E1e7-batch": Variant(soft, reference="E1e7", batch=True,
                               what="E1e7's runs, a configuration's three in one YADE process, the bed kept in memory"),
     }
@@ -116,7 +121,8 @@ def variants() -> dict:
 def _bed_dir(bed: dem.Bed) -> str:
     """A folder name per distinct bed, so variants on the same bed share it."""
     parts = [f"n{bed.particles}", "x".join(f"{b:g}" for b in bed.box), f"E{bed.young:.0e}", f"s{bed.seed}"]
-    return "bed_" + "_".join(parts) + ("_per" if bed.periodic else "")
+    return "bed_" + "_".join(parts) + ("_per" if bed.periodic else "") + \
+        ("" if bed.wall_friction is None else f"_mu{bed.wall_friction:g}")
 
 
 def _child_cpu() -> float:
@@ -228,28 +234,40 @@ def _value(text: str):
         return text
 
 
-def changes(rows) -> list:
-    """Per variant with a reference: the force change in % per (config, direction), instant and windowed."""
+def pairs(rows, extra=()) -> list:
+    """(variant, reference) in the order recorded, each variant against its own reference, then ``extra``."""
+    own = dict.fromkeys((r["variant"], r["reference"]) for r in rows if r["reference"])
+    return list(own) + [p for p in extra if p not in own]
+
+
+def changes(rows, compared=None) -> list:
+    """Per (variant, reference) pair (default: each variant against its own): the force change in % per
+    (config, direction), instant and windowed."""
     by = {(r["variant"], r["config"], r["direction"]): r for r in rows}
     out = []
-    for r in rows:
-        ref = by.get((r["reference"], r["config"], r["direction"]))
-        if not r["reference"] or ref is None:
-            continue
-        f, fr = np.array([r["fx"], r["fz"]]), np.array([ref["fx"], ref["fz"]])
-        g, gr = np.array([r["fx_win"], r["fz_win"]]), np.array([ref["fx_win"], ref["fz_win"]])
-        out.append({"variant": r["variant"], "reference": r["reference"], "config": r["config"],
-                    "direction": r["direction"], "F": float(np.linalg.norm(f)), "F_ref": float(np.linalg.norm(fr)),
-                    "change": 100 * float(np.linalg.norm(f - fr) / np.linalg.norm(fr)),
-                    "signed": 100 * float(np.linalg.norm(f) / np.linalg.norm(fr) - 1),
-                    "change_win": 100 * float(np.linalg.norm(g - gr) / np.linalg.norm(gr))})
+    for name, reference in (pairs(rows) if compared is None else compared):
+        for (v, c, d), r in by.items():
+            ref = by.get((reference, c, d))
+            if v != name or ref is None:
+                continue
+            out.append(_change(r, ref, reference))
     return out
 
 
-def report(rows) -> str:
-    """Markdown tables: the beds and the cost per run; per variant its change (%) against its reference,
-    per cell, its means, and the mean signed change of |F| (a systematic shift) with its standard error
-    over the cells; the forces (f_x, f_z) in N."""
+def _change(r, ref, reference) -> dict:
+    f, fr = np.array([r["fx"], r["fz"]]), np.array([ref["fx"], ref["fz"]])
+    g, gr = np.array([r["fx_win"], r["fz_win"]]), np.array([ref["fx_win"], ref["fz_win"]])
+    return {"variant": r["variant"], "reference": reference, "config": r["config"],
+            "direction": r["direction"], "F": float(np.linalg.norm(f)), "F_ref": float(np.linalg.norm(fr)),
+            "change": 100 * float(np.linalg.norm(f - fr) / np.linalg.norm(fr)),
+            "signed": 100 * float(np.linalg.norm(f) / np.linalg.norm(fr) - 1),
+            "change_win": 100 * float(np.linalg.norm(g - gr) / np.linalg.norm(gr))}
+
+
+def report(rows, extra=()) -> str:
+    """Markdown tables: the beds and the cost per run; per variant its change (%) against its reference
+    (and per ``extra`` pair (variant, reference)), per cell, its means, and the mean signed change of |F|
+    (a systematic shift) with its standard error over the cells; the forces (f_x, f_z) in N."""
     lines = ["| variant | what | spheres | packing | unbalanced | bed s | dt s | steps/run | YADE s/run | wall s/run "
              "| CPU s/run | overlap max/r at pass |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     seen = {}
@@ -266,11 +284,12 @@ def report(rows) -> str:
                      f"{r['bed_s']:.0f} | {r['dt']:.2e} | {np.mean(steps) if steps else float('nan'):.0f} | "
                      f"{run_s:.1f} | {np.mean(walls) if walls else float('nan'):.1f} | "
                      f"{np.mean(cpus) if cpus else float('nan'):.1f} | {ov:.3f} |")
-    ch = changes(rows)
+    compared = pairs(rows, extra)
+    ch = changes(rows, compared)
     lines += ["", "| variant vs reference | " + " | ".join(f"{c} {d}" for c in CONFIGS for d in DIRECTIONS)
               + " | mean | mean (window) | \\|F\\| bias ± s.e. |", "|---|" + "---|" * (len(CONFIGS) * len(DIRECTIONS) + 3)]
-    for name in seen:
-        cells = {(c["config"], c["direction"]): c for c in ch if c["variant"] == name}
+    for name, reference in compared:
+        cells = {(c["config"], c["direction"]): c for c in ch if (c["variant"], c["reference"]) == (name, reference)}
         if not cells:
             continue
         row = [f"{cells[(c, d)]['change']:.0f}" if (c, d) in cells else "–" for c in CONFIGS for d in DIRECTIONS]
@@ -278,7 +297,7 @@ def report(rows) -> str:
         mean_w = np.mean([c["change_win"] for c in cells.values()])
         signed = np.array([c["signed"] for c in cells.values()])
         se = signed.std(ddof=1) / np.sqrt(len(signed)) if len(signed) > 1 else float("nan")
-        lines.append(f"| {name} vs {seen[name][0]['reference']} | " + " | ".join(row)
+        lines.append(f"| {name} vs {reference} | " + " | ".join(row)
                      + f" | {mean:.0f} | {mean_w:.0f} | {signed.mean():+.0f} ± {se:.0f} |")
     lines += ["", "| variant | " + " | ".join(f"{c} {d}" for c in CONFIGS for d in DIRECTIONS) + " |",
               "|---|" + "---|" * (len(CONFIGS) * len(DIRECTIONS))]
@@ -299,6 +318,18 @@ def pick(text: str, known, what: str) -> list:
     return names
 
 
+def _against(text: str, recorded) -> list:
+    """``A:B,C:D`` as [(A, B), (C, D)], each name a recorded variant."""
+    out = []
+    for item in filter(None, text.split(",")):
+        pair = item.split(":")
+        if len(pair) != 2:
+            raise GranularError(f"--against: {item!r} is not VARIANT:REFERENCE")
+        pick(",".join(pair), recorded, "variant")
+        out.append(tuple(pair))
+    return out
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python3 -m granular.data.dem_study", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -308,11 +339,14 @@ def main(argv=None):
     r.add_argument("--out", required=True, help="results CSV (a row per run, rewritten after each run)")
     s = sub.add_parser("report", help="markdown tables of a results CSV")
     s.add_argument("results")
+    s.add_argument("--against", default="", help="more comparisons, comma-separated VARIANT:REFERENCE pairs "
+                                                 "(each variant is always compared with its own reference)")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     try:
         if args.cmd == "report":
-            print(report(read_rows(args.results)))
+            rows = read_rows(args.results)
+            print(report(rows, _against(args.against, dict.fromkeys(r["variant"] for r in rows))))
             return 0
         known = variants()
         names = pick(args.variants, known, "variant")
