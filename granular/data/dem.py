@@ -425,7 +425,8 @@ def prepare_bed(bed: Bed, workdir, timeout: float | None = None, threads: int | 
                       threads=threads or os.cpu_count() or 1, progress=bar.show if progress else None)
     # beds made before beds had seeds, or before the periodic or wall options, were seeded from the clock,
     # walled, and their walls as rough as the beads
-    kept = {"seed": 0, "periodic": False, "wall_friction": None, **json.loads((Path(workdir) / "bed.params.json").read_text())}
+    kept = {"seed": 0, "periodic": False, "wall_friction": None,
+            **json.loads((Path(workdir) / "bed.params.json").read_text())}
     if kept != json.loads(json.dumps(params)):
         raise GranularError(f"{workdir} holds runs on another bed ({kept['particles']} spheres in a box "
                             f"{kept['box']}, seed {kept['seed']}): give another --workdir, or delete it to start over")

@@ -95,7 +95,8 @@ def run_bed(name: str, pb: PlungeBed, workdir: Path, rows: list, out: Path | Non
         seconds = json.loads(Path(record).with_suffix(".json").read_text())["seconds"]
         for d, f in zip(DEPTHS, profile(record)):
             rows.append({"bed": name, "path": path, "what": pb.what, "box": "x".join(f"{b:g}" for b in pb.bed.box),
-                         "seed": pb.bed.seed, "wall_friction": pb.bed.wall_friction, "young_bed": pb.bed.young, "young_run": pb.run_young or pb.bed.young,
+                         "seed": pb.bed.seed, "wall_friction": pb.bed.wall_friction, "young_bed": pb.bed.young,
+                         "young_run": pb.run_young or pb.bed.young,
                          "spheres": info["spheres"], "packing": info["packing_measured"], "bed_s": info["seconds"],
                          "run_s": seconds, "cpu_s": cpu, "depth": d, "F": round(float(f), 2)})
         if out is not None:
