@@ -6,10 +6,15 @@ A kernel lives in the module of the stage it belongs to and is marked ``@kernel(
 ``@kernel()``. A process runs them one of two ways:
 
 - **Ahead of time** (the default). All kernels are built with ``numba.pycc`` into one extension
-  module in the user cache, ``cache_dir()/kernels/KEY/``, the first time a process needs them: once
-  per machine and per version of their source (KEY hashes the modules in :data:`MODULES`, this
-  file, numpy's and Python's versions). Loading it imports neither numba nor its compiler, which
-  took about 0.8 s of every short ``granular sim`` (issue 14).
+  module when the package is installed (``hatch_build.py``: the folder :data:`INSTALLED` beside
+  the package), or else in the user cache, ``cache_dir()/kernels/KEY/``, the first time a process
+  needs them (about 80 s; issue 48): once per machine and per version of their source (KEY hashes
+  the modules in :data:`MODULES`, this file, numpy's major and Python's versions and the CPU). A
+  build writes a manifest (its KEY and the extension's sha256); an extension that does not match
+  its manifest (a truncated file, a killed build) is never loaded, since that can crash the
+  process: the cache's is built again. Loading it imports neither numba nor its compiler, which
+  took about 0.8 s of every short ``granular sim`` (issue 14). ``GRANULAR_IGNORE_INSTALLED_KERNELS=1``
+  skips the installed module (to test the cache's).
 - **Just in time**, ``numba.njit(cache=True)``: where the build failed (say, no C compiler: the
   reason is logged once and remembered beside the cache), and with ``GRANULAR_JIT=1`` (to debug a
   kernel; the build itself runs so, since it compiles the JIT dispatchers' code).
@@ -25,6 +30,7 @@ import hashlib
 import importlib
 import importlib.machinery
 import importlib.util
+import json
 import logging
 import os
 import platform
@@ -54,6 +60,10 @@ MODULES = (
     "simulation/fused.py",
 )
 NAME = "granular_kernels"
+#: The top-level folder that holds kernels built at install time, and each build's manifest in it.
+INSTALLED, MANIFEST = "granular_aot", "manifest.json"
+#: How a build reports progress on its stderr: ``PROGRESS i n``.
+PROGRESS = "granular-progress"
 BUILD_TIMEOUT_S = 1800
 _PACKAGE = Path(__file__).resolve().parent
 
@@ -63,6 +73,7 @@ _ARGUMENT = re.compile(r"(\w+)(\[[^\]]*\])?")
 
 _exports: dict[str, tuple] = {}  # exported name → (JIT dispatcher, argument types); JIT mode only
 _loaded = None                    # the AOT module, False once it is known to be unavailable
+_numba_cache_ok = None            # whether numba may cache its compilations (:func:`_numba_cache`)
 
 
 def jit_only() -> bool:
@@ -80,10 +91,9 @@ def kernel(*arg_types: str):
         aot = None if jit_only() else _aot()
         if aot is not None:
             return _guarded(getattr(aot, name), fn, arg_types) if arg_types else fn
-        _numba_cache()
         from numba import njit
 
-        compiled = njit(cache=True, error_model="numpy")(fn)
+        compiled = njit(cache=_numba_cache(), error_model="numpy")(fn)
         if arg_types:
             _exports[name] = (compiled, ", ".join(arg_types))
         return compiled
@@ -95,9 +105,22 @@ def _numba_cache():
     """Where kernels run just in time, numba caches them; unless the user chose a folder, in the
     user cache (not beside the source: an installed package must not be written to), one folder per
     :func:`key`: numba checks a cached function against its own file only, so a kernel that calls
-    kernels of other modules (the fused step) would keep their old code after an edit or upgrade."""
-    if "NUMBA_CACHE_DIR" not in os.environ and "numba" not in sys.modules:
-        os.environ["NUMBA_CACHE_DIR"] = str(cache_dir() / "numba" / key())
+    kernels of other modules (the fused step) would keep their old code after an edit or upgrade.
+    Whether numba may cache: not where that folder cannot be written (numba would refuse the kernel)."""
+    global _numba_cache_ok
+    if _numba_cache_ok is None:
+        if "NUMBA_CACHE_DIR" not in os.environ and "numba" not in sys.modules:
+            os.environ["NUMBA_CACHE_DIR"] = str(cache_dir() / "numba" / key())
+        folder = Path(os.environ.get("NUMBA_CACHE_DIR") or _PACKAGE)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            tempfile.TemporaryFile(dir=folder).close()
+            _numba_cache_ok = True
+        except OSError as exc:
+            log.warning("numba cannot cache the kernels in %s (%s): they are compiled again in every process "
+                        "(set GRANULAR_CACHE to a writable folder)", folder, exc)
+            _numba_cache_ok = False
+    return _numba_cache_ok
 
 
 def _parse(arg_types) -> list:
@@ -164,7 +187,9 @@ def key() -> str:
     digest = hashlib.sha256()
     for rel in (*MODULES, "compiled.py"):
         digest.update((_PACKAGE / rel).read_bytes())
-    digest.update(f"{np.__version__} {sys.version} {platform.machine()} {_cpu_model()}".encode())
+    # numpy's major version only: an extension built against numpy 2.x runs on any later 2.y, and
+    # the one built at install time comes from pip's build environment, whose numpy may be newer
+    digest.update(f"numpy {np.__version__.split('.')[0]} {sys.version} {platform.machine()} {_cpu_model()}".encode())
     return digest.hexdigest()[:16]
 
 
@@ -201,19 +226,76 @@ def _built(folder: Path) -> Path | None:
     return None
 
 
+def installed() -> Path | None:
+    """The folder of the kernels built when the package was installed (``hatch_build.py`` puts
+    them beside the package, as the top-level folder :data:`INSTALLED`), or None."""
+    if os.environ.get("GRANULAR_IGNORE_INSTALLED_KERNELS", "") not in ("", "0"):
+        return None
+    spec = importlib.util.find_spec(INSTALLED)
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    return Path(locations[0]) if locations else None
+
+
+def _verified(folder: Path | None, name: str) -> Path | None:
+    """The extension in ``folder`` if its manifest says it was built from ``name`` (:func:`key`) and
+    its bytes are the ones written then; None where there is none. A damaged one (a truncated file,
+    a build killed half-way) raises :class:`Damaged`: loading it could crash the process."""
+    if folder is None or not (folder / MANIFEST).is_file():
+        return None
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text())
+        if manifest.get("key") != name:
+            return None
+        path = folder / manifest["file"]
+        if hashlib.sha256(path.read_bytes()).hexdigest() != manifest["sha256"]:
+            raise Damaged(f"{path} is not the file that was built (sha256 differs)")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise Damaged(f"{folder}: {exc}") from exc
+    return path
+
+
+class Damaged(Exception):
+    """Compiled kernels whose files are not what their build wrote."""
+
+
 def _load_or_build():
-    root, name = cache_dir() / "kernels", key()
-    folder, failed = root / name, root / f"{name}.failed"
-    path = _built(folder)
-    if path is None and not failed.exists():
-        path = _build_locked(root, folder, failed)
+    name = key()
+    try:
+        path = _verified(installed(), name)
+    except Damaged as exc:
+        log.warning("the kernels installed with the package are damaged (%s); using the user cache instead", exc)
+        path = None
     if path is None:
-        log.debug("kernels run just in time (numba): %s", failed.read_text().strip() if failed.exists() else "")
+        path = _cached(name)
+    if path is None:
         return None
     spec = importlib.util.spec_from_file_location(NAME, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _cached(name: str) -> Path | None:
+    """The kernels in the user cache, built there first if need be; None where they cannot be (the
+    process then runs them just in time)."""
+    root = cache_dir() / "kernels"
+    folder, failed = root / name, root / f"{name}.failed"
+    try:
+        try:
+            path = _verified(folder, name)
+        except Damaged as exc:
+            log.warning("the compiled kernels in the cache are damaged (%s); compiling them again", exc)
+            shutil.rmtree(folder)
+            path = None
+        if path is None and not failed.exists():
+            path = _build_locked(root, folder, failed)
+    except OSError as exc:
+        log.warning("cannot use the cache %s for the compiled kernels (%s); numba compiles them at run time "
+                    "instead (set GRANULAR_CACHE to a writable folder)", root, exc)
+        return None
+    if path is None:
+        log.debug("kernels run just in time (numba): %s", failed.read_text().strip() if failed.exists() else "")
+    return path
 
 
 def _build_locked(root: Path, folder: Path, failed: Path) -> Path | None:
@@ -223,21 +305,26 @@ def _build_locked(root: Path, folder: Path, failed: Path) -> Path | None:
     root.mkdir(parents=True, exist_ok=True)
     with open(root / f"{folder.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if _built(folder) is None and not failed.exists():
+        if folder.exists() and _verified(folder, folder.name) is None:
+            shutil.rmtree(folder)  # a folder without its manifest: not a whole build
+        if not folder.exists() and not failed.exists():
             _build(folder, failed)
-    return _built(folder)
+    return _verified(folder, folder.name)
 
 
 def _build(folder: Path, failed: Path) -> None:
-    log.info("compiling the simulation kernels ahead of time (once per machine and version, two to four minutes)")
+    log.info("compiling the simulation kernels (once per machine and version; about a minute and a half, "
+             "done at install time where the package is installed with pip)")
     start = time.perf_counter()
-    env = {**os.environ, "GRANULAR_JIT": "1"}
+    env = {**os.environ, "GRANULAR_JIT": "1", "PYTHONDONTWRITEBYTECODE": "1"}
     cmd = [sys.executable, "-m", "granular.compiled", str(folder)]
     try:
         # run beside this package, so that `-m granular.compiled` finds it and not a checkout in the cwd
-        done = subprocess.run(cmd, env=env, cwd=_PACKAGE.parent, capture_output=True, text=True,
-                              timeout=BUILD_TIMEOUT_S)
-        reason = None if done.returncode == 0 else (done.stderr.strip().splitlines() or ["no output"])[-1]
+        with subprocess.Popen(cmd, env=env, cwd=_PACKAGE.parent, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                              text=True) as proc:
+            last = _follow(proc.stderr)
+            proc.wait(timeout=BUILD_TIMEOUT_S)
+        reason = None if proc.returncode == 0 else last or f"exit status {proc.returncode}"
     except (OSError, subprocess.TimeoutExpired) as exc:
         reason = str(exc)
     if reason is None and _built(folder) is not None:
@@ -248,9 +335,33 @@ def _build(folder: Path, failed: Path) -> None:
                 "instead, which adds about a second to every start (delete %s to try again)", reason, failed)
 
 
+def _follow(stream) -> str:
+    """Show the build's progress (its ``PROGRESS i n`` lines) as a bar on a terminal, else a log line
+    a quarter of the way; the last other line it printed (its error, where it fails)."""
+    from tqdm import tqdm
+
+    bar, last, told = None, "", 0
+    for line in stream:
+        if not line.startswith(PROGRESS):
+            last = line.strip() or last
+            continue
+        done, total = (int(x) for x in line.split()[1:3])
+        if bar is None:
+            bar = tqdm(total=total, desc="compiling kernels", unit="kernel", disable=None, mininterval=0.5)
+        bar.update(done - bar.n)
+        if bar.disable and done >= (told + 1) * total / 4:
+            told += 1
+            log.info("compiling kernels: %d of %d", done, total)
+    if bar is not None:
+        bar.close()
+    return last
+
+
 def build(folder: Path) -> None:
-    """Compile every exported kernel into ``folder/NAME.*.so`` (written to a temporary folder that
-    is renamed into place). Runs with GRANULAR_JIT=1, so that the kernels are numba dispatchers."""
+    """Compile every exported kernel into ``folder/NAME.*.so`` with its manifest (written to a
+    temporary folder that is renamed into place), reporting progress on stderr. Runs with
+    GRANULAR_JIT=1, so that the kernels are numba dispatchers."""
+    _numba_cache()  # before numba is imported: its compilations go to the user cache, not beside the source
     from numba.core import sigutils
     from numba.pycc import CC
 
@@ -260,16 +371,23 @@ def build(folder: Path) -> None:
         raise RuntimeError("no kernel registered: run with GRANULAR_JIT=1")
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    total = len(_exports) + 1
     try:
         cc = CC(NAME)
         cc.output_dir = str(tmp)
         cc.target_cpu = _cpu()
-        for name, (dispatcher, arg_types) in sorted(_exports.items()):
+        for i, (name, (dispatcher, arg_types)) in enumerate(sorted(_exports.items())):
+            print(PROGRESS, i, total, file=sys.stderr, flush=True)
             args, _ = sigutils.normalize_signature(f"({arg_types},)")
             dispatcher.compile(args)  # the return type comes from numba's own typing
             cc.export(name, dispatcher.overloads[args].signature)(_calling(dispatcher, len(args)))
+        print(PROGRESS, total - 1, total, file=sys.stderr, flush=True)
         cc.compile()
+        path = _built(tmp)
+        manifest = {"key": folder.name, "file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+        (tmp / MANIFEST).write_text(json.dumps(manifest))
         tmp.rename(folder)
+        print(PROGRESS, total, total, file=sys.stderr, flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -287,6 +405,7 @@ def _calling(dispatcher, count: int):
 
 if __name__ == "__main__":
     # Run as a script this file is ``__main__``; the kernels register with ``granular.compiled``.
-    from granular.compiled import build as _build_all
+    # ``--key`` builds into ARG/KEY (the install-time build, which does not know the key).
+    from granular.compiled import build as _build_all, key as _key
 
-    _build_all(Path(sys.argv[1]))
+    _build_all(Path(sys.argv[2]) / _key() if sys.argv[1] == "--key" else Path(sys.argv[1]))

@@ -68,7 +68,8 @@ def test_a_short_simulation_does_not_import_numba():
 @pytest.mark.slow
 def test_without_a_c_compiler_the_kernels_run_just_in_time(tmp_path):
     """The build fails (CC names no compiler): one warning, the failure remembered, the run the same."""
-    cache = {"GRANULAR_CACHE": str(tmp_path), "NUMBA_CACHE_DIR": str(tmp_path / "numba"), "CC": "/bin/false"}
+    cache = {"GRANULAR_CACHE": str(tmp_path), "NUMBA_CACHE_DIR": str(tmp_path / "numba"), "CC": "/bin/false",
+             "GRANULAR_IGNORE_INSTALLED_KERNELS": "1"}
     args = ["drop-upright", "--duration", "0.2"]
     first, err = sim_json(args, **cache)
     assert "could not compile the kernels ahead of time" in err
@@ -93,3 +94,73 @@ def test_arguments_of_any_layout_or_dtype_give_the_jit_answer_and_a_wrong_shape_
                                        (centers**2).sum(1), 1, 1))  # integers, as floats
     with pytest.raises(TypeError, match="must be a 2-D array"):
         rbf_features(np.ones(3), centers, (centers**2).sum(1), 1, 1)
+
+
+def test_the_kernels_built_at_install_time_are_the_ones_this_process_runs():
+    """pip builds the kernels into granular_aot/ (hatch_build.py): the first command needs no build."""
+    folder = compiled.installed()
+    assert folder is not None, "no kernels were built at install time (see hatch_build.py's warning in pip -v)"
+    assert compiled._verified(folder, compiled.key()) is not None
+    assert Path(compiled._aot().__file__).parent == folder
+
+
+def _fake_build(tmp_path, name):
+    """A cache folder as a build leaves it, with a copy of this process's extension."""
+    folder = tmp_path / "kernels" / name
+    folder.mkdir(parents=True)
+    source = Path(compiled._aot().__file__)
+    (folder / source.name).write_bytes(source.read_bytes())
+    (folder / compiled.MANIFEST).write_text((source.parent / compiled.MANIFEST).read_text().replace(
+        compiled.key(), name))
+    return folder / source.name
+
+
+def test_a_truncated_extension_in_the_cache_is_never_loaded_but_built_again(tmp_path, monkeypatch, caplog):
+    """Loading a truncated extension crashed the process (SIGBUS): its sha256 now refuses it."""
+    path = _fake_build(tmp_path, "k")
+    assert compiled._verified(path.parent, "k") == path
+    path.write_bytes(path.read_bytes()[:4096])
+    with pytest.raises(compiled.Damaged, match="sha256"):
+        compiled._verified(path.parent, "k")
+    built = []
+    monkeypatch.setattr(compiled, "cache_dir", lambda: tmp_path)
+    monkeypatch.setattr(compiled, "_build", lambda folder, failed: built.append(folder))
+    assert compiled._cached("k") is None and built == [path.parent]
+    assert not path.parent.exists()  # removed before the build, which would write it anew
+    assert "damaged" in caplog.text
+
+
+def test_a_build_without_its_manifest_is_not_a_build(tmp_path, monkeypatch):
+    """A killed build can leave the extension without the manifest a whole build writes last."""
+    path = _fake_build(tmp_path, "k")
+    (path.parent / compiled.MANIFEST).unlink()
+    built = []
+    monkeypatch.setattr(compiled, "cache_dir", lambda: tmp_path)
+    monkeypatch.setattr(compiled, "_build", lambda folder, failed: built.append(folder))
+    compiled._cached("k")
+    assert built == [path.parent]
+
+
+@pytest.mark.parametrize("where", ["a file", "unwritable"])
+def test_an_unusable_cache_gives_a_warning_and_just_in_time_kernels(tmp_path, monkeypatch, caplog, where):
+    """A cache path that is a file, or a folder nobody may write (/proc: root included): one warning,
+    no traceback; numba is told not to cache rather than refusing every kernel."""
+    if where == "a file":
+        cache = tmp_path / "file"
+        cache.write_text("")
+    else:
+        cache = Path("/proc/granular-cache")
+    monkeypatch.setattr(compiled, "cache_dir", lambda: cache)
+    assert compiled._cached("k") is None
+    assert "cannot use the cache" in caplog.text and "GRANULAR_CACHE" in caplog.text
+    monkeypatch.setattr(compiled, "_numba_cache_ok", None)
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(cache / "numba"))
+    assert compiled._numba_cache() is False
+    assert "cannot cache" in caplog.text
+
+
+def test_a_command_runs_with_a_cache_path_that_is_a_file(tmp_path):
+    cache = tmp_path / "file"
+    cache.write_text("")
+    out, err = sim_json(["drop-upright", "--duration", "0.05"], GRANULAR_CACHE=str(cache))
+    assert out["steps"] == 50 and "Traceback" not in err
