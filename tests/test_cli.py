@@ -43,7 +43,7 @@ def test_train_on_beads_says_how_much_of_its_error_is_noise(tmp_path):
 
     data = Path(__file__).resolve().parents[1] / "data" / "beads.h5"
     out = granular("train", data, "--out", tmp_path / "m.h5", "--cv", 3, "--target", "per-depth",
-                   "--smoothing", "noise", "--cv-repeats", 4).stderr
+                   "--smoothing", "noise", "--cv-repeats", 4).stdout
     assert "the data's own noise alone would score 0." in out
     repeated = r"rbf over 4 draws of the folds: 0\.\d{4} \(one draw: 0\.\d{3}–0\.\d{3}, ± 0\.\d{3}\)"
     assert re.search(repeated, out), out

@@ -3,16 +3,17 @@
 A thin layer: it parses and checks the options, calls the library, and prints.
 Every subcommand reports bad input as one ``granular: error: …`` line (exit
 status 2), never a traceback, and checks its inputs and outputs before any
-work (an output is never one of the inputs). With ``--json`` the result is one
-JSON object on stdout and human messages go to stderr. Ctrl-C ends with
+work (an output is never one of the inputs). Results go to stdout (with ``--json``
+one JSON object and nothing else), progress, warnings and notes to stderr
+(:mod:`granular.apps.outputs`). Ctrl-C ends with
 ``granular: interrupted`` (exit status 130); a closed stdout ends quietly.
 """
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -66,11 +67,8 @@ from granular.contact.compliant import LAWS as COMPLIANT_LAWS
 from granular.contact.flow import DEFAULT_LAW
 from granular.errors import GranularError
 from granular.learning.linear import KERNELS
-
-
-#: Why a data-flow step keeps max-dissipation's impulses (``law_fallback_steps``; simulation.step).
-FALLBACK_WHY = ("where the data's flow gave the sliding feet no motion (feet about to stop or land) or the "
-                "grains' term would have made the impulses do work")
+from granular.apps import inspection, reports  # noqa: E402
+from granular.apps.outputs import check_outputs, emit, say, wrote  # noqa: E402
 
 
 def _number(low=-1e12, high=1e12, low_open=False, kind=float):
@@ -130,29 +128,6 @@ def _sampled_directions(value):
     return wd.read(value).directions
 
 
-def _check_outputs(args, inputs=(), files=("out", "video"), folders=("plot",)):
-    """The command's output options, checked against its inputs before any work."""
-    from granular.io.files import check_output
-
-    for name in files:
-        if getattr(args, name, None):
-            check_output(getattr(args, name), inputs, what=f"--{name}")
-    for name in folders:
-        if getattr(args, name, None):
-            check_output(getattr(args, name), inputs, directory=True, what=f"--{name}")
-
-
-def _say(*args):
-    print(*args, file=sys.stderr)
-
-
-def _emit(obj, as_json: bool, human):
-    if as_json:
-        print(json.dumps(obj, indent=None))
-    else:
-        human(obj)
-
-
 def cmd_synth(args):
     from granular.data import dataset as wd
     from granular.foot import Foot
@@ -166,7 +141,7 @@ def cmd_synth(args):
         raise GranularError("--source rft or coulomb needs --medium; --source terramechanics needs --soil")
     if args.friction is not None and args.source != "coulomb":
         raise GranularError("--friction is the rigid floor's (--source coulomb)")
-    _check_outputs(args)
+    check_outputs(args)
     if args.source == "wheel":
         foot = Foot(args.wheel_radius, args.wheel_width, args.wheel_radius)
     else:
@@ -174,13 +149,13 @@ def cmd_synth(args):
     ds = synthesize(args.source, name, args.depths, args.tilts, args.directions, foot, progress=True,
                     friction=args.friction)
     wd.write(ds, args.out)
-    _say(f"wrote {args.out}: {ds.n} configurations × {ds.m} directions ({args.source}, {name})")
+    wrote(f"{args.out}: {ds.n} configurations × {ds.m} directions ({args.source}, {name})")
 
 
 def cmd_wheel(args):
     from granular.data import wheel
 
-    _check_outputs(args, files=("plot",), folders=())
+    check_outputs(args, files=("plot",), folders=())
     simulated = None
     if args.simulate:
         from granular.scenarios import scenario as scenarios, wheels
@@ -203,36 +178,22 @@ def cmd_wheel(args):
         result["figure"] = str(plots.wheel(sweep, args.plot, f"{soil_name}: r {w.radius} m, b {w.width} m, "
                                                              f"load {w.load:.4g} N", simulated, model))
 
-    def human(r):
-        _say(f"rigid wheel r {r['radius_m']} m, b {r['width_m']} m, load {r['load_n']:.4g} N on {r['soil']} "
-             f"({r['model']}):")
-        _say("  slip  sinkage m  drawbar pull N  torque N·m  efficiency")
-        for row in zip(r["slip"], r["sinkage_m"], r["drawbar_pull_n"], r["torque_nm"], r["efficiency"]):
-            _say("  {:4.2f}  {:9.4f}  {:14.2f}  {:10.2f}  {:10.2f}".format(*row))
-        if "simulated" in r:
-            sim = r["simulated"]
-            _say(f"simulated ({sim['scenario']}: the learned W(θ), data-flow contact, steady state):")
-            _say("  slip  sinkage m  drawbar pull N  torque N·m  load N")
-            for row in zip(sim["slip"], sim["sinkage_m"], sim["drawbar_pull_n"], sim["torque_nm"], sim["load_n"]):
-                _say("  {:4.2f}  {:9.4f}  {:14.2f}  {:10.2f}  {:6.1f}".format(*row))
-        if "figure" in r:
-            _say(f"wrote {r['figure']}")
-
-    _emit(result, args.json, human)
+    emit(result, args.json, reports.wheel)
 
 
 def cmd_merge(args):
     from granular.data import dataset as wd
 
-    _check_outputs(args, inputs=args.datasets)
+    check_outputs(args, inputs=args.datasets)
     parts = [wd.read(p) for p in args.datasets]
     ds = wd.merge(parts, args.datasets, average=args.average, replace_configs=args.replace or ())
     wd.write(ds, args.out)
-    _say(f"wrote {args.out}: {ds.n} configurations × {ds.m} directions from {len(parts)} datasets ({ds.medium})")
+    wrote(f"{args.out}")
+    say(f"{args.out}: {ds.n} configurations × {ds.m} directions from {len(parts)} datasets ({ds.medium})")
     for d, phi in args.replace or ():
-        _say(f"  d = {d:g} m, φ = {phi:g} rad: {args.datasets[0]}'s cell replaced by the later inputs'")
+        say(f"  d = {d:g} m, φ = {phi:g} rad: {args.datasets[0]}'s cell replaced by the later inputs'")
     if args.average:
-        _say(f"  {int((ds.provenance['realisations'] > 1).sum())} samples averaged over 2 or more inputs; "
+        say(f"  {int((ds.provenance['realisations'] > 1).sum())} samples averaged over 2 or more inputs; "
              f"their spread, relative to the largest wrench: {_relative_spread(ds):.3f} (mean)")
 
 
@@ -243,13 +204,6 @@ def _relative_spread(ds) -> float:
         return float("nan")
     top = np.nanmax(np.linalg.norm(ds.wrenches[..., :2], axis=-1))
     return float(np.mean(np.linalg.norm(ds.provenance["realisation_spread"][many][:, :2], axis=-1)) / top)
-
-
-def _fixed_table(fixed):
-    for K, kinds in fixed.items():
-        row = "  ".join(f"{kind} max {v['max_rel_distance']:.3f} mean {v['mean_rel_distance']:.3f}"
-                        for kind, v in kinds.items())
-        _say(f"  K = {K:>3}: {row}")
 
 
 def cmd_train(args):
@@ -271,9 +225,11 @@ def cmd_train(args):
     job.cv_repeats = job.cv_repeats if args.cv_repeats is None else args.cv_repeats
     job.out = Path(args.out) if args.out else job.out
     job.figures = Path(args.figures) if args.figures else job.figures
+    from granular.apps.outputs import check_suffix
     from granular.io.files import check_output
 
     inputs = [source, job.dataset]
+    check_suffix(job.out, "hdf5", "model output")
     check_output(job.out, inputs, what="model output")
     if job.figures:
         check_output(job.figures, inputs + [job.out], directory=True, what="--figures")
@@ -286,218 +242,31 @@ def cmd_train(args):
     result, model, concavity = training.run_job(job, progress=True)
     medium = result["medium"]
     if job.figures:
-        thetas = job.plot_thetas or _default_thetas(model)
+        thetas = job.plot_thetas or inspection.default_thetas(model)
         result["figures"] = [
-            str(plots.wrench_spaces(model.points(thetas), [_label(t) for t in thetas],
+            str(plots.wrench_spaces(model.points(thetas), [inspection.label(t) for t in thetas],
                                     job.figures / "wrench_space.png", f"{medium}: predicted W(θ)")),
             str(plots.training_report(result.get("cv", {}), result.get("cv_repeated"), result["fixed_normals"],
                                       concavity, job.figures / "training_report.png",
                                       f"{medium} ({job.regressor})")),
         ]
 
-    def human(r):
-        if "cv" in r:
-            rbf = r["rbf"]
-            _say(f"{job.cv}-fold cross-validation (relative RMS error of held-out extreme wrenches; the RBF's "
-                 f"kernel {rbf['kernel']}, smoothing "
-                 f"{'from the data’s noise, chosen in every fold' if rbf['smoothing_from_noise'] else format(rbf['smoothing'], 'g')}):")
-            _say(f"  {'regressor':<10}{'all':>8}{'f_x':>8}{'f_z':>8}{'τ':>8}")
-            for name, v in r["cv"].items():
-                _say(f"  {name:<10}{v['rel_rmse']:>8.4f}{v['rel_rmse_fx']:>8.4f}"
-                     f"{v['rel_rmse_fz']:>8.4f}{v['rel_rmse_tau']:>8.4f}")
-            v = r["cv_repeated"]
-            if len(v["rel_rmse_repeats"]) > 1:
-                _say(f"  rbf over {len(v['rel_rmse_repeats'])} draws of the folds: {v['rel_rmse']:.4f} "
-                     f"(one draw: {min(v['rel_rmse_repeats']):.3f}–{max(v['rel_rmse_repeats']):.3f}, "
-                     f"± {np.std(v['rel_rmse_repeats']):.3f})")
-            cells = (r["cv_repeated"] if r["regressor"] == "rbf" else r["cv"][r["regressor"]])["cells"][:5]
-            smooth = all("smooth_rel_rmse" in c for c in cells)
-            _say(f"  where {r['regressor']}'s error lies, the five largest shares (share of the squared error, the "
-                 f"configuration's own error{' (a smooth medium’s at this noise)' if smooth else ''}, "
-                 f"realisations it averages):")
-            for c in cells:
-                beside = f" ({c['smooth_rel_rmse']:.2f})" if smooth else ""
-                _say(f"    d {c['theta'][0]:+.3f} m, φ {c['theta'][1]:.2f} rad: {c['share']:4.0%}, "
-                     f"{c['rel_rmse']:.2f}{beside}, {c['realisations']:g}")
-        if "cv_noise_floor" in r:
-            f = r["cv_noise_floor"]
-            _say(f"  the data's own noise alone would score {f['floor']:.4f} (bed-to-bed spread: "
-                 f"{f['single_bed_spread']:.2f} of the wrench for one bed, from {f['samples_with_spread']} of "
-                 f"{f['samples']} samples measured in ≥ 2 beds)")
-            (_, now), *more = r["cv_noise_budget"]["rel_rmse"].items()
-            more = ", ".join(f"{v:.3f} with {e} more bed{'s' * (e != '1')} in every cell" for e, v in more)
-            truth = "this model's W" if r["regressor"] == "rbf" else "an RBF's W fitted to these data"
-            _say(f"  the RBF on a smooth medium ({truth}) measured with this noise on the same folds would score "
-                 f"{now:.3f}, "
-                 f"{more}; the rest of its {r['cv_repeated']['rel_rmse']:.3f} is structure between cells")
-        if r["rbf"]["smoothing_from_noise"] and r["regressor"] == "rbf":
-            _say(f"RBF smoothing {r['rbf']['smoothing']:.3g}: the model misses its own samples by the data's "
-                 f"bed-to-bed noise, no more (discrepancy principle)")
-        c = r["concavity"]
-        paper = f"; paper's {medium}: {c['paper']['average']:.4f}, {c['paper']['worst']:.4f}" if "paper" in c else ""
-        _say(f"concavity (Table II): average {c['average']:.4f}, worst {c['worst']:.4f}{paper}")
-        a = r["non_associativity"]
-        _say(f"non-associativity (recorded wrench vs the hull's max-dissipation point for its twist): "
-             f"average {a['average']:.4f}, worst {a['worst']:.4f}")
-        _say("fixed-normal outer approximation, distance outside the exact hull / largest wrench:")
-        _fixed_table(r["fixed_normals"])
-        _say(f"wrote {r['model']}")
-        for fig in r.get("figures", []):
-            _say(f"wrote {fig}")
-
-    _emit(result, args.json, human)
-
-
-def _label(theta):
-    return f"d={theta[0]:+.3f} m, φ={theta[1]:+.2f} rad"
-
-
-def _default_thetas(model):
-    d, phi = 0.6 * model.d_min, 0.0
-    return [[d, phi], [d, min(0.6, model.phi_max)], [model.d_min, phi]]
-
-
-def cmd_inspect(args):
-    from granular.data import dataset as wd
-    from granular.io.kinds import kind_of
-    from granular.learning import model as wm
-
-    path = Path(args.path)
-    if not path.exists():
-        raise GranularError(f"{path}: no such file")
-    kind = kind_of(path)
-    if kind == "raw-run":
-        from granular.data.ingest import sidecar_path
-
-        inputs = [path, sidecar_path(path)] + ([args.mapping] if args.mapping else [])
-    else:
-        inputs = [path]
-    _check_outputs(args, inputs, files=("plot",), folders=())
-    if kind == "model":
-        return _inspect_model(args, wm.load(path))
-    if kind == "raw-run":
-        return _inspect_run(args, path)
-    if kind == "run":
-        return _inspect_sim_run(args, path)
-    return _inspect_dataset(args, wd.read(path))
-
-
-def _inspect_sim_run(args, path):
-    from granular.simulation import runfile
-
-    run = runfile.read(path)
-    if args.theta is not None:
-        raise GranularError("--theta needs a model file; this is a simulation run file")
-    summary = {"kind": "simulation run", **run["summary"]}
-    _emit(summary, args.json, _print_summary)
-
-
-def _inspect_run(args, path):
-    from granular.data import ingest
-    from granular.apps import plots
-    from granular.foot import Foot
-
-    mapping = ingest.Mapping.load(args.mapping, args.assume_sensor_at_p_center)
-    run = ingest.read_run(path, mapping)
-    wrench, quality = ingest.extract(run, Foot(), cutoff=args.cutoff)
-    summary = {"kind": "acquisition run", "theta_des": run.theta_des.tolist(), "v_des": run.v_des.tolist(),
-               "t_total": run.t_total, "samples": len(run.t), "cutoff_hz": args.cutoff,
-               "wrench_F_r": wrench.tolist(), **quality}
-    if args.plot:
-        plots.acquisition_run(run, ingest.lowpass(run, args.cutoff), quality["t_pass"], args.plot,
-                              f"{path.name}: F_r wrench at the pass {np.round(wrench, 2).tolist()}")
-        summary["plot"] = str(args.plot)
-    _emit(summary, args.json, _print_summary)
-
-
-def _dataset_summary(ds):
-    from granular.learning.training import concavity_table, flow_mismatch_table
-
-    w = np.where(ds.valid[..., None], ds.wrenches, 0.0)
-    return {"kind": "dataset", "medium": ds.medium, "source": ds.source, "n_configs": ds.n, "m_directions": ds.m,
-            "depths_m": sorted(set(ds.configs[:, 0].tolist())), "tilts_rad": sorted(set(ds.configs[:, 1].tolist())),
-            "valid_samples": int(ds.valid.sum()), "max_abs_wrench": np.abs(w).max(axis=(0, 1)).tolist(),
-            "velocity_scale": ds.velocity_scale.tolist(), "foot": ds.foot.attrs(), "created": ds.created,
-            "creator": ds.creator,
-            "concavity": {k: v for k, v in concavity_table(ds).items() if k != "per_config"},
-            "non_associativity": flow_mismatch_table(ds)}
-
-
-def _print_summary(s):
-    width = max(map(len, s), default=0) + 2
-    for key, value in s.items():
-        _say(f"  {key:<{width}}{value}")
-
-
-def _inspect_dataset(args, ds):
-    from granular.apps import plots
-
-    summary = _dataset_summary(ds)
-    if args.theta is not None:
-        raise GranularError("--theta needs a model file; this is a dataset (train it first)")
-    if args.plot:
-        below = np.flatnonzero(ds.configs[:, 0] < 0)
-        deep = below[np.argmin(ds.configs[below, 0])]
-        tilted = below[np.argmax(np.abs(ds.configs[below, 1]) - 1e-3 * ds.configs[below, 0])]
-        rows = list(dict.fromkeys([deep, tilted, below[0]]))
-        plots.wrench_spaces([ds.wrenches[j][ds.valid[j]] for j in rows], [_label(ds.configs[j]) for j in rows],
-                            args.plot, f"{ds.medium} ({ds.source}): measured extreme wrenches")
-        summary["plot"] = str(args.plot)
-    _emit(summary, args.json, _print_summary)
-
-
-def _inspect_model(args, model):
-    from granular.apps import plots
-
-    if args.theta is None:
-        summary = {"kind": "model", "regressor": model.regressor, "target": model.target,
-                   "medium": model.dataset.medium,
-                   "source": model.dataset.source, "d_range_m": [model.d_min, 0.0],
-                   "phi_range_rad": [-model.phi_max, model.phi_max], "m_directions": model.m, **model.info}
-        if args.plot:
-            thetas = _default_thetas(model)
-            plots.wrench_spaces(model.points(thetas), [_label(t) for t in thetas], args.plot,
-                                f"{model.dataset.medium}: predicted W(θ)")
-            summary["plot"] = str(args.plot)
-        return _emit(summary, args.json, _print_summary)
-    theta = np.array(args.theta, dtype=float)
-    (A, b), = model.halfspaces(theta[None])
-    points = model.points(theta[None])[0]
-    out = {"theta": theta.tolist(), "A": A.tolist(), "b": b.tolist(), "points": points.tolist()}
-    if args.fixed:
-        Af = model.fixed_normals(args.fixed)
-        out["fixed"] = {"K": args.fixed, "A": Af.tolist(), "b": model.offsets(Af, theta[None])[0].tolist()}
-    if args.plot:
-        d, phi = min(max(theta[0], model.d_min), 0.0), min(max(theta[1], -model.phi_max), model.phi_max)
-        thetas = [theta, [d, float(np.clip(phi + 0.3, -model.phi_max, model.phi_max))],
-                  [max(model.d_min, d - 0.3 * abs(model.d_min)), phi]]
-        plots.wrench_spaces(model.points(thetas), [_label(theta), "tilted: " + _label(thetas[1]),
-                                                   "deeper: " + _label(thetas[2])], args.plot,
-                            f"{model.dataset.medium}: W(θ) at {_label(theta)}")
-        out["plot"] = str(args.plot)
-
-    def human(o):
-        _say(f"W(θ) at {_label(theta)}: {len(b)} facets, A w ≤ b (rows: n_x, n_z, n_τ | b)")
-        for row, off in zip(A, b):
-            _say(f"  [{row[0]:+.4f} {row[1]:+.4f} {row[2]:+.4f}] · w ≤ {off:.4f}")
-        _say(f"extreme wrenches (f_x, f_z, τ): max |.| = {np.abs(points).max(axis=0).round(3).tolist()}")
-        if "plot" in o:
-            _say(f"wrote {o['plot']}")
-
-    _emit(out, args.json, human)
+    emit(result, args.json, lambda r: reports.train(r, job.cv))
 
 
 def cmd_sim(args):
     from granular.simulation import runfile
-    from granular.scenarios import scenario as scenarios
+    from granular.scenarios import advice, scenario as scenarios
 
     scenario = scenarios.load(args.scenario).with_(
         medium=args.medium, dt=args.dt, solver=args.solver, representation=args.representation,
         contact=args.contact, duration=args.duration)
     inputs = [scenario.path] + ([scenario.medium] if Path(scenario.medium).is_file() else [])
-    _check_outputs(args, inputs)
+    check_outputs(args, inputs)
+    advice.before(scenario)
     rec = scenarios.run(scenario, progress=True)
     summary = scenarios.summary(rec)
+    advice.after(rec, summary)
     data = runfile.record(rec, summary)
     if args.out:
         runfile.write(data, args.out)
@@ -510,37 +279,7 @@ def cmd_sim(args):
         if args.video:
             summary["video"] = str(plots.video(data, args.video))
 
-    def human(s):
-        _say(f"{s['scenario']} on {s['medium']}: {s['steps']} steps of {s['dt']} s in {s['wall_time_s']:.2f} s "
-             f"({s['solver']}, {s['representation']} polytopes, {s['contact']} contact)")
-        if s["law_fallback_steps"]:
-            _say(f"  data-flow kept max-dissipation's impulses on {s['law_fallback_steps']} of {s['steps']} steps, "
-                 f"{FALLBACK_WHY}")
-        for name, b in s["bodies"].items():
-            i, f = b["initial"], b["final"]
-            _say(f"  {name}: x {i['x']:+.4f} → {f['x']:+.4f} m, z {i['z']:+.4f} → {f['z']:+.4f} m, "
-                 f"angle {i['angle']:+.3f} → {f['angle']:+.3f} rad")
-        _say(f"  max penetration {s['max_penetration_m']:.4f} m; energy {s['energy']['initial']:.3f} → "
-             f"{s['energy']['final']:.3f} J (largest step increase {s['energy']['max_step_increase']:.2e} J)")
-        if "gait" in s:
-            g = s["gait"]
-            cycle = (f": last step {g['length']:.3f} m in {g['period']:.3f} s ({g['speed']:.2f} m/s), the Poincaré "
-                     f"point moved {g['return_error']:.3f} over the last three steps") if "length" in g else ""
-            _say(f"  gait: {g['strikes']} heel strikes{cycle}")
-        wheels = {name: f for name, f in s["feet"].items() if "wheel_slip" in f}
-        if wheels:
-            def slip(v):
-                return "–" if v is None else f"{v:.3f}"
-
-            _say("  wheel slip (while turning in the soil), mean / last second: " + ", ".join(
-                f"{name} {slip(f['wheel_slip'])} / {slip(f['wheel_slip_end'])}" for name, f in wheels.items()))
-        for key in ("run_file", "video"):
-            if key in s:
-                _say(f"wrote {s[key]}")
-        for fig in s.get("figures", []):
-            _say(f"wrote {fig}")
-
-    _emit(summary, args.json, human)
+    emit(summary, args.json, reports.sim)
 
 
 def cmd_ingest(args):
@@ -548,13 +287,20 @@ def cmd_ingest(args):
     from granular.data import ingest
 
     inputs = list(args.runs) + [ingest.sidecar_path(r) for r in args.runs] + ([args.mapping] if args.mapping else [])
-    _check_outputs(args, inputs)
+    check_outputs(args, inputs)
     mapping = ingest.Mapping.load(args.mapping, args.assume_sensor_at_p_center)
     ds = ingest.assemble(args.runs, out_medium=args.medium, mapping=mapping, cutoff=args.cutoff,
                          m=_sampled_directions(args.directions),
                          source=args.source, progress=True)
     wd.write(ds, args.out)
-    _say(f"wrote {args.out}")
+    wrote(args.out)
+
+
+def _check_scheduler(args):
+    if args.scheduler:
+        from granular.apps.network import check_scheduler
+
+        check_scheduler(args.scheduler)
 
 
 def cmd_acquire(args):
@@ -569,7 +315,7 @@ def cmd_acquire(args):
                   periodic=args.periodic, seed=args.seed, wall_friction=args.wall_friction)
     run_young = args.young if args.settle_young else None
     if args.engine == "dem-paths":
-        _check_outputs(args, files=(), folders=("out",))
+        check_outputs(args, files=(), folders=("out",))
         names = args.paths or list(dem.VALIDATION_PATHS)
         unknown = [n for n in names if n not in dem.VALIDATION_PATHS]
         if unknown:
@@ -579,24 +325,26 @@ def cmd_acquire(args):
             raise GranularError("--seeds: give distinct seeds (a bed's folder and its runs are named by its seed)")
         if args.medium != "beads":
             raise GranularError(f"unknown DEM medium {args.medium!r}; the DEM preset is 'beads' (paper §IV-A)")
+        _check_scheduler(args)
         dem.yade_command()
         done = dem.acquire_paths(args.workdir or str(args.out).rstrip("/") + "_runs",
                                  [dataclasses.replace(bed, seed=s) for s in seeds],
                                  {n: dem.VALIDATION_PATHS[n] for n in names}, workers=args.workers,
                                  scheduler=args.scheduler, insert_speed=args.insert_speed, out=args.out,
                                  threads=args.threads, run_young=run_young)
-        _say(f"wrote {len(done)} of {len(names) * len(seeds)} runs to {args.out}")
+        wrote(f"{len(done)} of {len(names) * len(seeds)} runs to {args.out}")
         return
     if args.paths or args.seeds:
         raise GranularError("--paths and --seeds belong to `granular acquire dem-paths`")
-    _check_outputs(args)
+    check_outputs(args)
+    _check_scheduler(args)
     ds = dem.acquire_dataset(args.out, args.medium, bed, args.depths, args.tilts, _sampled_directions(args.directions),
                              args.t_total,
                              args.cutoff, workdir=args.workdir, workers=args.workers, scheduler=args.scheduler,
                              insert_speed=args.insert_speed, threads=args.threads, batch=args.batch,
                              run_young=run_young)
     wd.write(ds, args.out)
-    _say(f"wrote {args.out}")
+    wrote(args.out)
 
 
 def cmd_validate(args):
@@ -604,7 +352,7 @@ def cmd_validate(args):
     from granular.learning.catalog import load_model
     from granular.scenarios import validation
 
-    _check_outputs(args, list(args.runs) + list(args.calibrate or []), files=(), folders=("plot",))
+    check_outputs(args, list(args.runs) + list(args.calibrate or []), files=(), folders=("plot",))
     model = load_model(args.model)
     source, coeffs = None, None
     if args.source:
@@ -630,43 +378,13 @@ def cmd_validate(args):
 
         result["figures"] = plots.validation(model.dataset.medium, runs, curves, args.plot)
 
-    def human(r):
-        keys = [k for k in ("model", "sim", "rft", "source") if k in r["mean"]]
-        _say(f"NRMSE (RMS error / RMS measured, samples > {r['depth_m'] * 1e3:g} mm deep), {r['contact']} law:")
-        _say(f"  {'run':<22}" + "".join(f"{k + ' fx/fz/τ/mean':>34}" for k in keys))
-        for name, row in r["runs"].items():
-            cells = "".join(f"{'  '.join(f'{row[k][c]:.2f}' for c in ('fx', 'fz', 'tau', 'mean')):>34}" for k in keys)
-            _say(f"  {name:<22}{cells}")
-        _say("  mean: " + ", ".join(f"{k} {v:.3f}" for k, v in r["mean"].items())
-             + (f" (RFT ζ = {r['rft_zeta']:.3g} fitted on the calibration runs)" if "rft_zeta" in r else ""))
-        sims = {name: row["sim"] for name, row in r["runs"].items() if "sim" in row}
-        if sims:
-            worst = max(sims, key=lambda n: sims[n]["step_vs_replay"])
-            _say(f"  simulated foot's tracking error (RMS of p_center): "
-                 f"{1e3 * max(s['tracking_rms_m'] for s in sims.values()):.1f} mm at worst")
-            _say("  its wrench against the law replayed at its own pose and twist (step_vs_replay): "
-                 f"{min(s['step_vs_replay'] for s in sims.values()):.3f} to {sims[worst]['step_vs_replay']:.3f} "
-                 f"({worst})")
-            fallback = sum(s["fallback_steps"] for s in sims.values())
-            if r["contact"] == "data-flow" and fallback:
-                _say(f"  data-flow kept max-dissipation's impulses on {fallback} simulated steps, {FALLBACK_WHY}")
-        if "spread" in r:
-            _say(f"  DEM spread (each realisation against the mean of the others): {r['spread']['mean']:.3f}")
-        _say("  model's force / measured, by depth (least squares): "
-             + ", ".join(f"{k} {v:.2f}" for k, v in r["depth_gain"].items()))
-        if r["cell_gain"]:
-            _say("  where a path crosses a recorded cell (θ and direction), force / measured, data's own → model's: "
-                 + ", ".join(f"{k} {v['data']:.2f} → {v['model']:.2f} ({v['samples']})" for k, v in r["cell_gain"].items()))
-        for fig in r.get("figures", []):
-            _say(f"wrote {fig}")
-
-    _emit(result, args.json, human)
+    emit(result, args.json, reports.validate)
 
 
 def cmd_view(args):
     import socket
 
-    from granular.apps import viewer
+    from granular.apps import network, viewer
 
     with socket.socket() as s:
         try:
@@ -674,6 +392,7 @@ def cmd_view(args):
         except OSError as exc:
             raise GranularError(f"cannot serve on {args.host}:{args.port} ({exc.strerror or exc}); "
                                 "choose another --port or --host") from None
+    network.warn_if_exposed(args.host, args.port)
     viewer.serve(args.scenario, medium=args.medium, replay=args.replay, host=args.host, port=args.port,
                  browser=not args.no_browser)
 
@@ -681,7 +400,7 @@ def cmd_view(args):
 def cmd_bench(args):
     from granular.apps import bench
 
-    _check_outputs(args, files=("plot",), folders=())
+    check_outputs(args, files=("plot",), folders=())
     results = bench.run(quick=args.quick)
     if args.scaling:
         from granular.apps import plots
@@ -694,11 +413,21 @@ def cmd_bench(args):
         results["compliant_largest_stable_step"] = bench.compliant()
     if args.batch:
         results["batch"] = bench.batch()
-    _emit(results, args.json, bench.print_table)
+    emit(results, args.json, bench.print_table)
+
+
+#: A number, or a comma-separated list of them, that starts with a minus sign.
+_NEGATIVE = re.compile(r"^-\d*\.?\d+(e[-+]?\d+)?(,\s*-?\d*\.?\d+(e[-+]?\d+)?)*,?$", re.IGNORECASE)
 
 
 class _Parser(argparse.ArgumentParser):
     """Bad options get the same one line as every other error."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # argparse takes "-0.06,-0.08" for an option (it knows only single negative numbers), so
+        # `--depths -0.06,-0.08` failed with "expected one argument"; no option of ours looks like one
+        self._negative_number_matcher = _NEGATIVE
 
     def error(self, message):
         self.exit(2, f"granular: error: {self.prog}: {message} (see {self.prog} --help)\n")
@@ -761,7 +490,9 @@ def build_parser():
 
     i = sub.add_parser("inspect", help="summarise a dataset, a model or a raw run; W(θ) of a model at --theta")
     i.add_argument("path", help="dataset or model (.h5), or an acquisition run (.csv + .json, or .h5)")
-    i.add_argument("--cutoff", type=_number(0, 1e6, low_open=True), default=5.0, help="runs: low-pass cutoff (Hz; default 5 as in ingest, DEM: 50)")
+    i.add_argument("--cutoff", type=_number(0, 1e6, low_open=True),
+                   help="runs: low-pass cutoff (Hz; default: an acquisition run's 5 as in ingest, a validation run's 50 "
+                        "as in validate)")
     i.add_argument("--mapping", help="runs: column/unit mapping (.toml)")
     i.add_argument("--assume-sensor-at-p-center", action="store_true",
                    help="runs: a sidecar without sensor_offset/sensor_angle means the sensor sits at p_center")
@@ -769,7 +500,7 @@ def build_parser():
     i.add_argument("--fixed", type=_number(8, 256, kind=int), metavar="K", help="also give the K-fixed-normal polytope")
     i.add_argument("--plot", help="write a figure (.png)")
     i.add_argument("--json", action="store_true")
-    i.set_defaults(func=cmd_inspect)
+    i.set_defaults(func=inspection.cmd_inspect)
 
     r = sub.add_parser("sim", help="run a scenario from sim/ (or a scenario .toml)")
     r.add_argument("scenario", help="scenario name (e.g. drop-upright) or path")

@@ -41,7 +41,9 @@ def _outline_2d(ax, pts2, **style):
 
 def wrench_spaces(points_list, labels, path, title=""):
     """Fig. 3 views: (a) 3-D polytope of the first θ, (b) its F_x–F_z view, (c) all θ compared in F_x–F_z."""
-    fig = plt.figure(figsize=(15, 4.8))
+    fig = plt.figure(figsize=(16, 5))
+    # the 3-D panel's τ label sits outside its box; the gap keeps it off panel (b)'s F_z label
+    fig.subplots_adjust(left=0.02, right=0.98, wspace=0.35)
     ax3 = fig.add_subplot(1, 3, 1, projection="3d")
     first = np.vstack([points_list[0], np.zeros(3)])
     try:
@@ -151,6 +153,21 @@ def acquisition_run(run, smooth, t_pass, path, title=""):
     return save(fig, path)
 
 
+def trajectory(tr, path, title=""):
+    """One validation run: the foot's depth and tilt, and the filtered wrench in F_r, over time."""
+    fig, axes = plt.subplots(4, 1, figsize=(8, 8), sharex=True, constrained_layout=True)
+    axes[0].plot(tr.t, tr.pose[:, 0], label="x of p_center (m)")
+    axes[0].plot(tr.t, tr.pose[:, 1], label="z of p_center (m)")
+    axes[0].plot(tr.t, tr.pose[:, 2] / 10, label="tilt φ / 10 (rad)")
+    axes[0].legend(fontsize=8, loc="lower left")
+    for ax, k, label in zip(axes[1:], range(3), ["f_x (N)", "f_z (N)", "τ about p_r (N·m)"]):
+        ax.plot(tr.t, tr.wrench[:, k], color="C0", lw=1.2)
+        ax.set_ylabel(label)
+    axes[-1].set_xlabel("t (s)")
+    fig.suptitle(title)
+    return save(fig, path)
+
+
 def scene_frames(geometry, q):
     """Body frames (angle, origin) of a recorded state, from the run's geometry."""
     from granular.dynamics.multibody import Body, MultiBody
@@ -196,6 +213,10 @@ def foot_outline(geometry, f, pc, axis):
                      pc - radius * side + length * axis, pc - radius * side])
 
 
+#: The contact forces' arrows: a colour no foot trace takes (front red, rear green, others blue).
+FORCE_COLOUR = "tab:purple"
+
+
 def draw_scene(ax, run, i, wrench_scale=None, alpha=1.0):
     """Terrain, bodies (links between joints), feet as rectangles and contact wrench arrows at step i."""
     g = run["geometry"]
@@ -216,7 +237,7 @@ def draw_scene(ax, run, i, wrench_scale=None, alpha=1.0):
         step = min(i, len(run["wrench"]) - 1)
         if wrench_scale and step >= 0 and run["active"][step, f]:
             w, at = run["wrench"][step, f], contact_point(g, f, pc, axis)
-            ax.arrow(at[0], at[1], w[0] * wrench_scale, w[1] * wrench_scale, color="tab:red",
+            ax.arrow(at[0], at[1], w[0] * wrench_scale, w[1] * wrench_scale, color=FORCE_COLOUR,
                      width=0.002, alpha=alpha, length_includes_head=True)
 
 
@@ -276,14 +297,15 @@ def run_figures(run: dict, directory) -> list:
     for f, name in enumerate(run["feet"]):  # foot traces (paper Fig. 10c: front red, rear green)
         colour = "tab:red" if name.startswith("front") else "tab:green" if name.startswith("rear") else "tab:blue"
         ax.plot(run["p_center"][:, f, 0], run["p_center"][:, f, 1], color=colour, lw=1,
-                label=name if name.endswith("_1") or len(run["feet"]) == 1 else None)
-    if len(run["feet"]) > 1:
-        ax.legend(fontsize=8, loc="upper right")
+                label=f"{name} trace" if name.endswith("_1") or len(run["feet"]) == 1 else None)
+    if fmax > 0:  # the arrows' key, in the legend beside the traces it must not be confused with
+        ax.plot([], [], color=FORCE_COLOUR, lw=2, label="contact force")
+    ax.legend(fontsize=8, loc="upper right")
     ax.set_aspect("equal")
     ax.set_xlim(*xlim)
     ax.set_ylim(pcs[:, 1].min() - 0.1, pcs[:, 1].max() + reach)
     ax.set_title(f"{run['scenario']}: snapshots at t = " + ", ".join(f"{t[i]:.2f}" for i in frames) + " s "
-                 "(later = darker; red: contact force)")
+                 "(later = darker)")
     ax.set_xlabel("x (m)")
     ax.set_ylabel("z (m)")
     paths.append(save(fig, directory / "scene.png"))
@@ -304,7 +326,8 @@ def drive(run: dict, path) -> Path:
     g, t, dt = run["geometry"], run["t"][1:], run["dt"]
     angles = np.array([scene_frames(g, q)[0] for q in run["q"][1:]])
     pts = g["terrain"]
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    # laid out by constraints, so the figure's title gets its own row above the panels' titles
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.4), constrained_layout=True)
     axes[0].plot(run["t"], run["q"][:, 0], label="x (m)")
     axes[0].plot(run["t"], run["q"][:, 1], label="z (m)")
     axes[0].set_title("the base's frame")

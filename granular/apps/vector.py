@@ -99,6 +99,11 @@ def _serve(conn, count, kwargs):
                 conn.send(("error", f"{type(exc).__name__}: {exc}"))
 
 
+#: The cause of most workers that end before answering, and its mend.
+GUARD = ("A script that makes a QuadrupedVectorEnv with workers must do so under `if __name__ == \"__main__\":` "
+         "(the workers are spawned processes, which import the script again), or pass workers=0")
+
+
 class QuadrupedVectorEnv(VectorEnv):
     """``num_envs`` quadruped episodes stepped together on ``workers`` processes (default: the
     machine's cores; 0: in this process). Other keyword arguments are :class:`QuadrupedEnv`'s."""
@@ -107,6 +112,9 @@ class QuadrupedVectorEnv(VectorEnv):
     _workers = ()
 
     def __init__(self, num_envs: int = 16, workers: int | None = None, **env_kwargs):
+        if getattr(multiprocessing.current_process(), "_inheriting", False):
+            # a spawned worker is importing the user's script, which makes environments at its top level
+            raise GranularError(f"QuadrupedVectorEnv made while a batch worker imports its parent's script. {GUARD}")
         if not (isinstance(num_envs, (int, np.integer)) and num_envs >= 1):
             raise GranularError(f"num_envs must be a whole number ≥ 1, got {num_envs!r}")
         workers = (os.cpu_count() or 1) if workers is None else workers
@@ -161,7 +169,7 @@ class QuadrupedVectorEnv(VectorEnv):
     def _gone(process):
         process.join(timeout=1)
         raise GranularError(f"a batch worker (process {process.pid}) ended without answering, exit code "
-                            f"{process.exitcode}: see its output above")
+                            f"{process.exitcode}: see its output above. {GUARD}")
 
     def _split(self, values):
         return [values[a:b] for a, b in zip(self._bounds[:-1], self._bounds[1:])]

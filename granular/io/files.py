@@ -6,16 +6,22 @@ import os
 import tempfile
 from pathlib import Path
 
+from granular.errors import GranularError
+
 
 @contextlib.contextmanager
 def atomic_path(path):
     """Yield a temporary path beside ``path``; on success it replaces ``path``, on error it is removed.
 
-    A crash or an exception leaves any previous file at ``path`` untouched.
+    A crash or an exception leaves any previous file at ``path`` untouched; a failed write (a full
+    disk) is a :class:`GranularError` that says so.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix or ".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix or ".tmp", dir=path.parent)
+    except OSError as exc:
+        raise GranularError(f"cannot write {path}: {_reason(exc)}; {_kept(path)}") from None
     os.close(fd)
     umask = os.umask(0)
     os.umask(umask)
@@ -23,9 +29,21 @@ def atomic_path(path):
     try:
         yield tmp
         os.replace(tmp, path)
+    except OSError as exc:
+        # a full disk, a quota, a device gone: one line for the user, not a traceback from deep in h5py
+        raise GranularError(f"cannot write {path}: {_reason(exc)}; {_kept(path)}") from None
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+
+
+def _reason(exc: OSError) -> str:
+    """The system's words for a failed write (h5py wraps them in a page of its own)."""
+    return os.strerror(exc.errno) if exc.errno else " ".join(str(exc).split())
+
+
+def _kept(path: Path) -> str:
+    return "nothing was written" + (", the previous file is kept" if path.exists() else "")
 
 
 def check_output(path, inputs=(), directory: bool = False, what: str = "output"):
@@ -34,10 +52,6 @@ def check_output(path, inputs=(), directory: bool = False, what: str = "output")
     ``directory``: the output is a folder of files (figures), else a single file. Missing parent
     folders are fine (they are created on writing) if the nearest existing one is writable.
     """
-    import tempfile
-
-    from granular.errors import GranularError
-
     path = Path(path)
     for given in inputs:
         given = Path(given)

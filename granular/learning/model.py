@@ -211,9 +211,11 @@ class WrenchSpaceModel:
     def warn_clamped(self):
         if not self._warned:
             self._warned = True
-            log.warning("configuration outside the %r data (d ≥ %g m, |φ| ≤ %g rad): W taken at the data's "
-                        "edge, scaled in proportion to depth below the deepest data (said once per model)",
-                        self.dataset.medium, self.d_min, self.phi_max)
+            # a note, not a warning: leaving the data a little is what the depth law is for; a run warns
+            # where a foot goes far past them (scenarios.advice)
+            log.debug("configuration outside the %r data (d ≥ %g m, |φ| ≤ %g rad): W taken at the data's "
+                      "edge, scaled in proportion to depth below the deepest data (said once per model)",
+                      self.dataset.medium, self.d_min, self.phi_max)
 
     def _depth_factor(self, d, d_min):
         """What a group's prediction at the clamped θ is multiplied by at depths d < 0, its deepest data
@@ -259,7 +261,7 @@ class WrenchSpaceModel:
         predicts the data's own left-out directions best; built on first use."""
         ds = self.dataset
         tail, scores = choose_tail(ds)
-        log.info("%s data-flow map: %s tail (leave-one-direction-out error %s)", ds.medium, tail,
+        log.debug("%s data-flow map: %s tail (leave-one-direction-out error %s)", ds.medium, tail,
                  ", ".join(f"{k} {v:.4f}" for k, v in scores.items()))
         return DirectionMap(ds.directions, ds.velocity_scale, ds.foot.radius, tail)
 

@@ -51,6 +51,8 @@ def initial_state(ground, x, stance, swing, length, foot_radius) -> State:
 
 #: Steps after a strike at which its Poincaré point is read.
 AFTER = 2
+#: cos 60°: a walker none of whose legs is within 60° of the vertical has fallen.
+FALLEN_COS = 0.5
 
 
 def gait(t, q, v, active, p_center) -> dict:
@@ -62,7 +64,8 @@ def gait(t, q, v, active, p_center) -> dict:
     stiff plastic floor may take a step or two). ``return_error``: the largest change of that point
     over the last three steps (rad, rad/s); a limit cycle keeps it to the jitter of impacts falling
     on a grid of time steps.
-    ``length``/``period``/``speed``: the last step's (m, s, m/s). A run records one state more than
+    ``length``/``period``/``speed``: the last step's (m, s, m/s). ``fell_at_s``: when it fell (no leg
+    within 60° of the vertical), else None. A run records one state more than
     contact rows (the initial one); the states after each step are used."""
     n = len(active)
     t, q, v = t[-n:], q[-n:], v[-n:]
@@ -85,7 +88,10 @@ def gait(t, q, v, active, p_center) -> dict:
         steps.append({"t": float(t[b]), "foot": int(new) + 1,
                       "length": float(np.hypot(*(p_center[b, new] - p_center[b, old]))),
                       "period": float(t[b] - t[a]), "poincare": [float(p) for p in point]})
-    out = {"strikes": len(strikes), "steps": steps}
+    # fallen: no leg within 60° of the downward vertical, so the hip is below half a leg's height
+    down = np.cos(angles).max(axis=1) < FALLEN_COS
+    out = {"strikes": len(strikes), "steps": steps,
+           "fell_at_s": float(t[int(np.argmax(down))]) if down.any() else None}
     if len(steps) >= 3:
         last = np.array([s["poincare"] for s in steps[-3:]])
         out.update(return_error=float(np.abs(np.diff(last, axis=0)).max()), length=steps[-1]["length"],

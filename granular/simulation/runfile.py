@@ -9,6 +9,8 @@ angles; SI units); ``energy`` (S+1,) J; per step and foot: ``theta``
 (N, N, N·m), ``slipping`` (S, N) on the boundary of W, ``p_center`` (S, N, 2)
 m. Group ``geometry``: what a viewer needs to draw the scene (terrain points,
 body COMs and joints, feet; ``foot_roll``, a round foot's or wheel's radius, 0 for a flat foot).
+Every array carries a ``units`` attribute (:data:`UNITS`, :data:`GEOMETRY_UNITS`; per column where
+they differ, "1" for flags and indices).
 """
 from __future__ import annotations
 
@@ -22,6 +24,12 @@ from granular.io.h5io import array, atomic_h5, attr, read_h5
 FORMAT = "granular-run"
 VERSION = 1
 ARRAYS = ("t", "q", "v", "energy", "theta", "active", "wrench", "slipping", "p_center")
+#: Each array's ``units`` attribute, per column where they differ ("1": a flag or a count).
+UNITS = {"t": "s", "q": "m, m, rad, then rad per joint", "v": "m/s, m/s, rad/s, then rad/s per joint",
+         "energy": "J", "theta": "m, rad", "active": "1", "wrench": "N, N, N·m", "slipping": "1",
+         "p_center": "m, m"}
+GEOMETRY_UNITS = {"terrain": "m, m", "parent": "1", "com": "m, m", "joint": "m, m", "offset": "m, m",
+                  "foot_body": "1", "foot_points": "m, m", "foot_axis": "1", "foot_size": "m, m", "foot_roll": "m"}
 
 
 def record(rec, summary: dict) -> dict:
@@ -53,10 +61,10 @@ def write(run: dict, path):
                         **{k: run[k] for k in ("scenario", "medium", "solver", "representation")},
                         **{k: json.dumps(run[k]) for k in ("bodies", "feet", "summary")}})
         for name in ARRAYS:
-            f.create_dataset(name, data=run[name], compression="gzip", compression_opts=4)
+            f.create_dataset(name, data=run[name], compression="gzip", compression_opts=4).attrs["units"] = UNITS[name]
         g = f.create_group("geometry")
         for key, value in run["geometry"].items():
-            g.create_dataset(key, data=value)
+            g.create_dataset(key, data=value).attrs["units"] = GEOMETRY_UNITS.get(key, "m")
     return path
 
 
