@@ -81,10 +81,11 @@ def jit_only() -> bool:
     return os.environ.get("GRANULAR_JIT", "") not in ("", "0")
 
 
-def kernel(*arg_types: str):
+def kernel(*arg_types: str, inline: bool = False):
     """Mark a numba kernel. With argument types it is callable from Python (exported from the AOT
     module); without, only from other kernels (compiled into them), and in an AOT process the name
-    stays the plain Python function."""
+    stays the plain Python function. ``inline``: numba inlines it into its callers, for a small
+    function called in a hot loop (a call that passes array views costs more than its body)."""
 
     def wrap(fn):
         name = f"{fn.__module__.replace('.', '_')}__{fn.__name__}"
@@ -93,7 +94,7 @@ def kernel(*arg_types: str):
             return _guarded(getattr(aot, name), fn, arg_types) if arg_types else fn
         from numba import njit
 
-        compiled = njit(cache=_numba_cache(), error_model="numpy")(fn)
+        compiled = njit(cache=_numba_cache(), error_model="numpy", inline="always" if inline else "never")(fn)
         if arg_types:
             _exports[name] = (compiled, ", ".join(arg_types))
         return compiled

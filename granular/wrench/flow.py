@@ -110,7 +110,7 @@ def _rows(a, width: int = 2):
     return np.ascontiguousarray(np.asarray(a, dtype=float).reshape(-1, width))
 
 
-@kernel()
+@kernel(inline=True)
 def foot_pose(d, phi):
     """(a_x, a_z, ℓ_b): the foot axis a(φ) (:func:`granular.frames.foot_axis`) and the buried length
     of its walls, ℓ_b = −d / cos φ, at configuration (d, φ)."""
@@ -118,7 +118,7 @@ def foot_pose(d, phi):
     return -np.sin(phi), az, max(-d / max(az, 1e-3), 1e-6)
 
 
-@kernel()
+@kernel(inline=True)
 def leading_fractions(u, pose, geometry, out):
     """(s, g) for a unit direction u (scaled space) of the foot at θ = (d, φ), and their derivatives
     ds/du, dg/du in ``out`` (2, 3). The foot (planar: a bottom plate of half-width R, two side walls)
@@ -144,7 +144,7 @@ def leading_fractions(u, pose, geometry, out):
     return s, g
 
 
-@kernel()
+@kernel(inline=True)
 def _ramp(num, n0, n1, n2, h, h0, h1, h2, out):
     """½ + num / (2h) clipped to [0, 1] (½ where h = 0: at the switch itself), its derivative from
     those of num and h written into out (3,)."""
@@ -163,7 +163,7 @@ def _ramp(num, n0, n1, n2, h, h0, h1, h2, out):
     return z
 
 
-@kernel()
+@kernel(inline=True)
 def tail_into(u, pose, geometry, p, dp, dfrac):
     """The tail [1, u] (p of length 4) or [1, u, s, s u, g, g u] (12) at u into p, and its
     derivative in u into dp (len(p), 3); dfrac (2, 3) is scratch."""
@@ -202,15 +202,31 @@ def coefficients(Kinv, U, geometry, size, thetas, points):
     """Q (k, m + size, p) per configuration θ (k, 2) of the values P (k, m, p) at the directions U:
     the solution [c; e] of K c + T e = P, Tᵀ c = 0, with K the cubic kernel between the directions
     (``Kinv`` its inverse) and T (m, size) the tail at them for that θ; by the Schur complement,
-    e = (Tᵀ K⁻¹ T)⁻¹ Tᵀ K⁻¹ P and c = K⁻¹ (P − T e), since only T changes with θ."""
+    e = (Tᵀ K⁻¹ T)⁻¹ Tᵀ K⁻¹ P and c = K⁻¹ (P − T e), since only T changes with θ.
+    The feet's K⁻¹ [T P] are one matrix product (BLAS calls on matrices this small cost more in
+    calling than in arithmetic; numba's loops here were slower still), as rows: [T P]ᵀ K⁻ᵀ."""
     k, m, n = points.shape[0], U.shape[0], points.shape[2]
-    Q = np.empty((k, m + size, n))
+    w = size + n
+    rows = np.empty((k * w, m))  # per foot, Tᵀ then Pᵀ
     for f in range(k):
         T = tail_matrix(U, thetas[f, 0], thetas[f, 1], geometry, size)
-        B = Kinv @ T
-        Y = Kinv @ np.ascontiguousarray(points[f])
-        e = solve(T.T @ B, T.T @ Y)
-        Q[f, :m] = Y - B @ e
+        for j in range(m):
+            for c in range(size):
+                rows[f * w + c, j] = T[j, c]
+            for c in range(n):
+                rows[f * w + size + c, j] = points[f, j, c]
+    solved = rows @ Kinv.T  # per foot, Bᵀ = (K⁻¹ T)ᵀ then Yᵀ = (K⁻¹ P)ᵀ
+    Q = np.empty((k, m + size, n))
+    for f in range(k):
+        o = f * w
+        SR = rows[o:o + size] @ solved[o:o + w].T  # [Tᵀ K⁻¹ T, Tᵀ K⁻¹ P]
+        e = solve(np.ascontiguousarray(SR[:, :size]), np.ascontiguousarray(SR[:, size:]))
+        for i in range(m):  # c = Y − B e
+            for c in range(n):
+                acc = solved[o + size + c, i]
+                for r in range(size):
+                    acc -= solved[o + r, i] * e[r, c]
+                Q[f, i, c] = acc
         Q[f, m:] = e
     return Q
 
@@ -221,23 +237,30 @@ def interpolate(U, Q, x, d, phi, geometry):
     (m + q, p) at configuration (d, φ): the cubic kernel φ(r) = r³ of the chord distance
     r = |u − U_j| between unit vectors, u = x / |x|, and the tail. Zero at x = 0 (no motion, no
     flow wrench)."""
-    p = Q.shape[1]
+    p, size = Q.shape[1], Q.shape[0] - U.shape[0]
     w, dw = np.zeros(p), np.zeros((p, 3))
-    interpolate_into(U, Q, x, d, phi, geometry, w, dw)
+    u, tail, dtail, dfrac = scratch(size)
+    interpolate_into(U, Q, x, d, phi, geometry, w, dw, u, tail, dtail, dfrac)
     return w, dw
 
 
 @kernel()
-def interpolate_into(U, Q, x, d, phi, geometry, w, dw):
-    """:func:`interpolate` written into w (p,) and dw (p, 3), which are zero on entry: the step's
-    Newton loop calls it per foot and per iterate."""
+def scratch(size):
+    """The work arrays of :func:`interpolate_into` for a tail of ``size`` functions: u, the tail,
+    its derivative and the leading fractions'."""
+    return np.empty(3), np.empty(size), np.empty((size, 3)), np.empty((2, 3))
+
+
+@kernel(inline=True)
+def interpolate_into(U, Q, x, d, phi, geometry, w, dw, u, tail, dtail, dfrac):
+    """:func:`interpolate` written into w (p,) and dw (p, 3), which are zero on entry, with the work
+    arrays of :func:`scratch`: the step's Newton loop calls it per foot and per iterate."""
     m, p, size = U.shape[0], Q.shape[1], Q.shape[0] - U.shape[0]
     n = np.sqrt(x[0] * x[0] + x[1] * x[1] + x[2] * x[2])
     if n == 0.0:
         return
-    u = np.array([x[0] / n, x[1] / n, x[2] / n])
-    tail, dtail = np.empty(size), np.empty((size, 3))
-    tail_into(u, foot_pose(d, phi), geometry, tail, dtail, np.empty((2, 3)))
+    u[0], u[1], u[2] = x[0] / n, x[1] / n, x[2] / n
+    tail_into(u, foot_pose(d, phi), geometry, tail, dtail, dfrac)
     for i in range(p):  # dw holds dw/du until the projection below
         for k in range(size):
             q = Q[m + k, i]
@@ -258,7 +281,7 @@ def interpolate_into(U, Q, x, d, phi, geometry, w, dw):
             dw[i, a] = (dw[i, a] - along * u[a]) / n
 
 
-@kernel()
+@kernel(inline=True)
 def dissipative_into(v, S, w, dw):
     """The medium does no work on the foot: where the data's wrench w (3,) at the foot's twist v
     (3,) at p_r would (w·v > 0, which the interpolant can do between directions where the recorded
@@ -292,7 +315,10 @@ def solve(A, B):
     n = A.shape[0]
     A, X = A.copy(), B.copy()
     for col in range(n):
-        pivot = col + np.argmax(np.abs(A[col:, col]))
+        pivot = col  # the first largest |A[row, col]|, found in a loop: np.argmax of a slice allocates
+        for row in range(col + 1, n):
+            if abs(A[row, col]) > abs(A[pivot, col]):
+                pivot = row
         if pivot != col:
             for j in range(n):
                 A[col, j], A[pivot, j] = A[pivot, j], A[col, j]
