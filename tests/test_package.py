@@ -1,4 +1,5 @@
-"""The project as an installed package: a wheel in a fresh virtual environment, run from an empty folder."""
+"""The project as an installed package: a wheel in a fresh virtual environment, run from an empty folder.
+The wheel's build compiles the kernels (hatch_build.py), so the first command compiles nothing."""
 import json
 import os
 import subprocess
@@ -37,6 +38,10 @@ def test_wheel_runs_a_scenario_from_an_empty_folder(tmp_path):
     assert summary["scenario"] == "quad-trot" and summary["medium"] == "sand" and summary["steps"] == 1000
     assert list(empty.iterdir()) == [], "nothing is written into the working folder"
     assert sorted(p for p in installed.rglob("*") if p.suffix != ".pyc") == before, "the package is not written"
+    site = installed.parent
+    assert (site / "granular_aot" / "manifest.json").is_file(), "the wheel carries the kernels built with it"
+    assert not (tmp_path / "cache" / "kernels").exists(), "the first run loaded them: it compiled nothing"
+    assert not [p for p in site.rglob("*") if p.suffix in (".nbi", ".nbc")], "no numba cache in site-packages"
     listed = subprocess.run([venv / "bin" / "granular", "sim", "nope"], cwd=empty, env=env, capture_output=True,
                             text=True)
     assert listed.returncode == 2 and "quad-trot" in listed.stderr, "the shipped scenarios are found"
