@@ -35,9 +35,10 @@ def wrench_space(model, contacts: int = 4, repeat: int = 500, seed: int = 0) -> 
     return out
 
 
-#: The law the single-path profiles (controller, fused calls, stages) run under: the paper's, whose
-#: step the stages cover (data-flow adds a Newton solve no stage times; its step is in :func:`scene`).
+#: The law the controller's profile runs under; the fused calls and the stages run under both
+#: :data:`QP_LAWS` (data-flow adds the sliding feet's Newton solve: the stages' ``contact_law``).
 PROFILED_LAW = "max-dissipation"
+QP_LAWS = ("max-dissipation", "data-flow")
 
 
 def controller(scenario: str = "quad-trot", repeat: int = 2000, settle: int = 1100) -> dict:
@@ -52,14 +53,15 @@ def controller(scenario: str = "quad-trot", repeat: int = 2000, settle: int = 11
                                                             sim.memory), repeat)}
 
 
-def fused_call(scenario: str = "quad-trot", steps: int = 2000, settle: int = 1100, repeat: int = 5) -> dict:
+def fused_call(scenario: str = "quad-trot", steps: int = 2000, settle: int = 1100, repeat: int = 5,
+               law: str = PROFILED_LAW) -> dict:
     """µs per step where many steps run in one fused call (``advance(steps)``, no callback between
     steps: a batch worker's or an RL environment's control period), against one call per step (the
     loop with a callback after each step), after ``settle`` steps; medians over ``repeat`` runs."""
     from granular.scenarios import scenario as scenarios
 
     def per_step(calls):
-        sim = scenarios.build(scenarios.load(scenario).with_(contact=PROFILED_LAW))
+        sim = scenarios.build(scenarios.load(scenario).with_(contact=law))
         sim.advance(settle)
         t0 = time.perf_counter()
         for n in calls:
@@ -70,21 +72,22 @@ def fused_call(scenario: str = "quad-trot", steps: int = 2000, settle: int = 110
             "us_per_step_one_call_each": float(np.median([per_step([1] * steps) for _ in range(repeat)]))}
 
 
-def stages(scenario: str = "quad-trot", steps: int = 2000, settle: int = 1100) -> dict:
+def stages(scenario: str = "quad-trot", steps: int = 2000, settle: int = 1100, law: str = PROFILED_LAW) -> dict:
     """Where a step's time goes. Along ``steps`` steps of the scenario after ``settle``, each state
     is first stepped as the loop steps it (controller + step, timed: ``whole_step``), then each stage
     of :func:`~granular.simulation.step.step` is called once more on that state's own inputs, timed
-    alone. Medians in µs; ``rest`` is the whole step less the stages: the Python between them (the
-    data-flow and grain-term checks, the step's arrays, the next state)."""
+    alone; ``contact_law`` is what the law adds to the QP's impulses (the grain term's check, which
+    feet slip, and under data-flow the sliding feet's Newton solve). Medians in µs; ``rest`` is the
+    whole step less the stages: the Python between them (the step's arrays, the next state)."""
     from granular.contact.detection import detect
     from granular.scenarios import scenario as scenarios
-    from granular.simulation.step import contact_qp, step, wrench_spaces
+    from granular.simulation.step import _learned, contact_qp, step, wrench_spaces
 
-    sim = scenarios.build(scenarios.load(scenario).with_(contact=PROFILED_LAW))
+    sim = scenarios.build(scenarios.load(scenario).with_(contact=law))
     sim.advance(settle)
     model, solver, mb = sim.model, sim.solver, sim.model.multibody
     names = ("controller", "kinematics_and_detection", "dynamics", "wrench_spaces", "qp_assembly", "qp_solve",
-             "whole_step")
+             "contact_law", "whole_step")
     times = np.zeros((steps, len(names)))
     clock = time.perf_counter
     for i in range(steps):
@@ -92,7 +95,7 @@ def stages(scenario: str = "quad-trot", steps: int = 2000, settle: int = 1100) -
         t0 = clock()
         u, _ = sim.controller(state.t, state.q, state.v, memory)
         step(model, state, u, solver)
-        times[i, 6] = clock() - t0
+        times[i, 7] = clock() - t0
         t0 = clock()
         sim.controller(state.t, state.q, state.v, memory)
         t1 = clock()
@@ -102,7 +105,7 @@ def stages(scenario: str = "quad-trot", steps: int = 2000, settle: int = 1100) -
         M, k = mb.dynamics(state.q, state.v, body)
         t3 = clock()
         on = np.flatnonzero(frames.active)
-        A, b, rows, _ = wrench_spaces(model, frames.theta[on])
+        A, b, rows, points = wrench_spaces(model, frames.theta[on])
         t4 = clock()
         qp = contact_qp(model, state, u, frames, on, M, k, A, b, rows)
         qp.reduced  # formed lazily, on the solver's first use
@@ -110,10 +113,14 @@ def stages(scenario: str = "quad-trot", steps: int = 2000, settle: int = 1100) -
         if len(on):
             solver.solve(qp)
         t6 = clock()
-        times[i, :6] = np.diff([t0, t1, t2, t3, t4, t5, t6])
+        if len(on):
+            _learned(model, qp, frames, on, points, state, solver, i)
+        t7 = clock()
+        times[i, :7] = np.diff([t0, t1, t2, t3, t4, t5, t6, t7])
+        times[i, 6] -= times[i, 5]  # _learned solves the QP again
         sim.advance(1)
     out = {name: float(t) for name, t in zip(names, np.median(times, axis=0) * 1e6)}
-    out["rest"] = out["whole_step"] - sum(out[name] for name in names[:6])
+    out["rest"] = out["whole_step"] - sum(out[name] for name in names[:7])
     return out
 
 
@@ -281,17 +288,23 @@ def run(quick: bool = False) -> dict:
             "quadruped": scene("quad-trot", steps=steps, warmup=1100, paper=True),
             "wrench_space_4_contacts": wrench_space(model, repeat=repeat),
             "gait_controller": {"quad-trot": controller(repeat=4 * repeat)},
-            "fused": {"quad-trot": fused_call(steps=4 * repeat)},
-            "stages_us": {"quad-trot": stages(steps=4 * repeat)}}
+            "fused": {f"quad-trot, {law}": fused_call(steps=4 * repeat, law=law) for law in QP_LAWS},
+            "stages_us": {f"quad-trot, {law}": stages(steps=4 * repeat, law=law) for law in QP_LAWS}}
 
 
 def print_table(results: dict):
     for name, rows in results.items():
         print(f"{name}:")
         for config, row in rows.items():
-            cells = "".join(f"  {k} {v:,.1f}" for k, v in row.items())
+            cells = "".join(f"  {k} {number(v)}" for k, v in row.items())
             print(f"  {config:<24}{cells}")
     print(f"(speed-ups against {REFERENCE}, measured in the same run)")
+
+
+def number(v: float) -> str:
+    """A table's number: one decimal, or three significant digits where that would print 0.0 (a
+    time step of 0.0002 s)."""
+    return f"{v:,.1f}" if v == 0 or abs(v) >= 0.1 else f"{v:.3g}"
 
 
 def batch(sizes=(1, 16, 256, 1024), steps: int = 100, workers: int | None = None, seed: int = 0) -> dict:
