@@ -179,13 +179,15 @@ def test_model_file_rejections(sand_model, tmp_path):
         wm.load(wd.write(sand_model.dataset, tmp_path / "d.h5"))
 
 
-def test_outside_the_data_warns_once_scales_in_depth_and_clamps_tilt(sand, caplog):
+def test_outside_the_data_notes_once_scales_in_depth_and_clamps_tilt(sand, caplog):
+    """Leaving the data is what the depth law is for: a note at -v, once (a run warns where a foot
+    goes far past the data: scenarios.advice)."""
     model = wm.fit(sand)
-    with caplog.at_level(logging.WARNING, logger="granular"):
+    with caplog.at_level(logging.DEBUG, logger="granular"):
         deep = model.points([[-0.5, 0.0], [model.d_min, 0.0]])
         tilted = model.points([[-0.05, 1.56], [-0.05, 1.5]])
     said = [r for r in caplog.records if "outside the 'sand' data" in r.getMessage()]
-    assert len(said) == 1 and said[0].levelno == logging.WARNING
+    assert len(said) == 1 and said[0].levelno == logging.DEBUG
     np.testing.assert_allclose(deep[0], deep[1] * (-0.5 / model.d_min), atol=1e-12 * np.abs(deep).max())
     np.testing.assert_allclose(tilted[0], tilted[1])
 
@@ -195,15 +197,15 @@ def test_directions_whose_data_stop_shallower_are_scaled_in_depth_past_their_own
     """A group of directions acquired to a shallower depth and tilt than the rest (the Beads ring,
     issue 16) is not extrapolated by its spline: past its own deepest data it follows the depth law
     (per unit depth held; the wrench target scaled by d / d_group) and its tilt is clamped to its own,
-    while the other directions keep their deeper data; no warning while θ lies within all the data."""
+    while the other directions keep their deeper data; no note while θ lies within all the data."""
     ring, rest = np.r_[9:17], np.r_[0:9, 17:26]  # the horizontal ring: its mirror images are its own
     valid = sand.valid.copy()
     valid[(sand.configs[:, 0] < -0.07) | (sand.configs[:, 1] > 0.9), 9:17] = False
     model = wm.fit(replace(sand, valid=valid), target=target)
     thetas = [[-0.12, 0.4], [-0.07, 0.4], [-0.05, 1.2], [-0.05, 0.9], [0.01, 0.3], [np.nan, 0.3], [-0.2, 0.4]]
-    with caplog.at_level(logging.WARNING, logger="granular"):
+    with caplog.at_level(logging.DEBUG, logger="granular.learning.model"):
         deep, edge, tilted, ring_edge, above, nan = fast = model.points(thetas[:6])
-        assert not caplog.records
+        assert not [r for r in caplog.records if "outside" in r.getMessage()]
         deepest = model.points(thetas[6:])[0]
     tol = 1e-9 * np.abs(edge).max()
     np.testing.assert_allclose(deep[ring], edge[ring] * 0.12 / 0.07, atol=tol)
@@ -289,11 +291,11 @@ def test_a_per_depth_model_learns_w_over_depth_and_scales_it_back(sand, tmp_path
     np.testing.assert_allclose(model.points(sand.configs), np.where(below[:, None, None], sand.wrenches, 0.0),
                                atol=1e-8 * np.abs(sand.wrenches).max())
     top, bottom = sand.configs[below, 0].max(), sand.configs[:, 0].min()
-    with caplog.at_level(logging.WARNING, logger="granular"):
+    with caplog.at_level(logging.DEBUG, logger="granular.learning.model"):
         shallow = model.points([[0.4 * top, 0.3], [top, 0.3]])
-        assert not caplog.records
+        assert not [r for r in caplog.records if "outside" in r.getMessage()]
         deep = model.points([[1.5 * bottom, -0.3], [bottom, -0.3]])
-    assert len(caplog.records) == 1
+    assert len([r for r in caplog.records if "outside" in r.getMessage()]) == 1
     np.testing.assert_allclose(shallow[0], 0.4 * shallow[1], atol=1e-9 * np.abs(shallow).max())
     np.testing.assert_allclose(deep[0], 1.5 * deep[1], atol=1e-9 * np.abs(deep).max())
     thetas = np.array([[-0.02, 0.3], [-0.06, -1.1], [0.4 * top, 0.0], [1.5 * bottom, 0.2]])

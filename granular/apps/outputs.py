@@ -49,7 +49,7 @@ def check_suffix(path, kind: str, what: str):
     suffix = Path(path).suffix.lower()
     if suffix not in suffixes:
         got = f"'{suffix}'" if suffix else "no suffix"
-        raise GranularError(f"{what} {path}: writes {desc}, so its name should end in {' or '.join(suffixes)} "
+        raise GranularError(f"{what} {path}: writes {desc}, so its name must end in {' or '.join(suffixes)} "
                             f"(got {got}); e.g. {Path(path).with_suffix(suffixes[0])}")
 
 
