@@ -229,8 +229,8 @@ def cmd_train(args):
     from granular.io.files import check_output
 
     inputs = [source, job.dataset]
-    check_suffix(job.out, "hdf5", "model output")
     check_output(job.out, inputs, what="model output")
+    check_suffix(job.out, "hdf5", "model output")
     if job.figures:
         check_output(job.figures, inputs + [job.out], directory=True, what="--figures")
     if job.cv == 1:

@@ -59,8 +59,8 @@ def check_outputs(args, inputs=(), files=("out", "video"), folders=("plot",)):
 
     for name in files:
         if getattr(args, name, None):
+            check_output(getattr(args, name), inputs, what=f"--{name}")  # first: an input would be destroyed
             check_suffix(getattr(args, name), KINDS[name], f"--{name}")
-            check_output(getattr(args, name), inputs, what=f"--{name}")
     for name in folders:
         if getattr(args, name, None):
             check_output(getattr(args, name), inputs, directory=True, what=f"--{name}")
