@@ -3,7 +3,9 @@ install -e .``, a wheel), so that the first command after an install runs at onc
 
 The kernels (granular/compiled.py) are compiled with numba.pycc into one extension module, which
 the wheel carries in the top-level folder ``granular_aot/`` with a manifest of the key it was built
-for (the kernels' source, Python, numpy's major version, this machine's CPU). At run time
+for (the kernels' source, Python, numpy's major version, this machine's CPU). A build of the same
+key in the user cache is copied instead (``granular.compiled.install_build``): a reinstall of the
+same source compiles nothing. At run time
 ``granular.compiled`` loads it when the key matches, and otherwise builds its own in the user
 cache, as it does where this build could not run (no C compiler: the install goes on, with a
 warning). ``GRANULAR_NO_AOT_BUILD=1`` skips the build (a pure-Python wheel).
@@ -44,9 +46,8 @@ class KernelsHook(BuildHookInterface):
     def _compile(self, scratch: Path) -> Path | None:
         print("granular: compiling the simulation kernels (about a minute and a half)", file=sys.stderr, flush=True)
         start = time.perf_counter()
-        env = {**os.environ, "GRANULAR_JIT": "1", "PYTHONDONTWRITEBYTECODE": "1",
-               "NUMBA_CACHE_DIR": str(scratch / "numba"), "GRANULAR_CACHE": str(scratch / "cache")}
-        done = subprocess.run([sys.executable, "-m", "granular.compiled", "--key", str(scratch / "out")],
+        env = {**os.environ, "GRANULAR_JIT": "1", "PYTHONDONTWRITEBYTECODE": "1", "NUMBA_CACHE_DIR": str(scratch / "numba")}
+        done = subprocess.run([sys.executable, "-m", "granular.compiled", "--install", str(scratch / "out")],
                               cwd=self.root, env=env, capture_output=True, text=True)
         folders = list((scratch / "out").glob("*")) if done.returncode == 0 else []
         if not folders:

@@ -67,7 +67,7 @@ PROGRESS = "granular-progress"
 BUILD_TIMEOUT_S = 1800
 _PACKAGE = Path(__file__).resolve().parent
 
-_DTYPES = {"f8": np.dtype(np.float64), "i8": np.dtype(np.int64)}
+_DTYPES = {"f8": np.dtype(np.float64), "i8": np.dtype(np.int64), "b1": np.dtype(np.bool_)}
 _BY_NUM = {d.num: d for d in _DTYPES.values()}
 _ARGUMENT = re.compile(r"(\w+)(\[[^\]]*\])?")
 
@@ -404,9 +404,37 @@ def _calling(dispatcher, count: int):
     return namespace["call"]
 
 
+def install_build(out: Path) -> Path:
+    """The install-time build (``hatch_build.py``) into ``out/KEY``: a copy of the user cache's
+    kernels where they were built from the same key (a reinstall of the same source compiles
+    nothing), else compiled, and then copied into the cache for the next install."""
+    name = key()
+    cached, folder = cache_dir() / "kernels" / name, out / name
+    try:
+        found = _verified(cached, name)
+    except Damaged:
+        found = None
+    if found is not None:
+        shutil.copytree(cached, folder)
+        return folder
+    build(folder)
+    try:
+        if not cached.exists():
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=cached.parent))
+            shutil.copytree(folder, tmp, dirs_exist_ok=True)
+            tmp.rename(cached)
+    except OSError:
+        pass  # the cache is only a shortcut for the next install
+    return folder
+
+
 if __name__ == "__main__":
     # Run as a script this file is ``__main__``; the kernels register with ``granular.compiled``.
-    # ``--key`` builds into ARG/KEY (the install-time build, which does not know the key).
-    from granular.compiled import build as _build_all, key as _key
+    # ``--install OUT``: the install-time build (``hatch_build.py``), which does not know the key.
+    from granular.compiled import build as _build_all, install_build as _install_build
 
-    _build_all(Path(sys.argv[2]) / _key() if sys.argv[1] == "--key" else Path(sys.argv[1]))
+    if sys.argv[1] == "--install":
+        _install_build(Path(sys.argv[2]))
+    else:
+        _build_all(Path(sys.argv[1]))

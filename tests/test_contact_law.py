@@ -38,7 +38,7 @@ SCALE, RADIUS = np.array([0.02, 0.02, 0.3]), 0.05
 def _fractions(dmap, U, theta):
     """The plate's and the +t wall's leading fractions at directions U (the tail's s and g)."""
     out = np.empty((2, 3))
-    return np.array([leading_fractions(u, foot_pose(*theta), dmap.geometry, out) for u in U])
+    return np.array([leading_fractions(*u, foot_pose(*theta), dmap.geometry, out) for u in U])
 
 
 @pytest.mark.parametrize("m", [26, 58])
@@ -126,7 +126,7 @@ def test_a_wrench_that_would_do_work_becomes_the_nearest_that_does_none():
 
     def part(v):
         w, dw = A @ v + b, A.copy()
-        changed = dissipative_into(v, S, w, dw)
+        changed = dissipative_into(v, S, w, dw, 0)
         return w, dw, changed
 
     seen = set()

@@ -144,10 +144,14 @@ def run(name, steps, stages, **overrides):
                                                        ("quad-trot", 1000, "beads", "max-dissipation"),
                                                        ("quad-trot", 1500, "sand", "data-flow"),
                                                        ("quad-push", 1200, "sand", "data-flow"),
-                                                       ("quad-trot", 1000, "beads", "data-flow")])
+                                                       ("quad-trot", 1000, "beads", "data-flow"),
+                                                       ("drop-upright", 1000, "sand", "data-flow"),
+                                                       ("drop-tilted", 1000, "sand", "data-flow"),
+                                                       ("drop-tilted", 1000, "sand", "max-dissipation")])
 def test_the_fused_step_equals_the_step_by_stages(name, steps, medium, law):
     """Trot (gait), push (keyframes) and slide (a held pose): the whole run, state and contacts; on
-    Beads, a model of W per unit depth (groups of directions: tests/test_model.py). Under data-flow the
+    Beads, a model of W per unit depth (groups of directions: tests/test_model.py); a dropped foot,
+    which has no joints (Passive's fused form). Under data-flow the
     push has many steps where some feet stick while others slide (the sticking feet's QP then runs
     in the fused step too): almost no step is left to the stages."""
     staged = []
@@ -164,7 +168,7 @@ def test_the_fused_step_equals_the_step_by_stages(name, steps, medium, law):
         Simulation._stage_step = original
     assert len(staged) <= steps // 100, f"{len(staged)} of {steps} steps by stages"
     b, info_b = run(name, steps, stages=True, medium=medium, contact=law)
-    assert a.fused_control() is not None, "the quadruped's scenarios fuse"
+    assert a.fused_control() is not None, "the quadruped's and the dropped foot's scenarios fuse"
     assert a.steps == b.steps == steps and a.state.t == pytest.approx(b.state.t, abs=1e-12)
     np.testing.assert_allclose(a.state.q, b.state.q, atol=1e-9)
     np.testing.assert_allclose(a.state.v, b.state.v, atol=1e-7)
@@ -195,7 +199,7 @@ def test_what_does_not_fuse_steps_by_stages(overrides):
 
 
 def test_a_controller_without_a_fused_form_steps_by_stages():
-    sim = scenarios.build(scenarios.load("drop-upright").with_(solver="native"))
+    sim = scenarios.build(scenarios.load("foot-track-curved").with_(solver="native"))
     assert sim.fused_control() is None
     sim.advance(10)
     assert sim.steps == 10

@@ -2,6 +2,7 @@
 The wheel's build compiles the kernels (hatch_build.py), so the first command compiles nothing."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,8 +15,14 @@ CHECKOUT = Path(__file__).resolve().parent.parent
 @pytest.mark.slow
 def test_wheel_runs_a_scenario_from_an_empty_folder(tmp_path):
     wheels = tmp_path / "wheels"
+    # The kernels this checkout's install built, in the cache the wheel's build looks in first
+    # (compiled.install_build): the compilation itself is the install's (test_compiled checks it).
+    from granular import compiled
+
+    shutil.copytree(compiled.installed(), tmp_path / "build-cache" / "kernels" / compiled.key())
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(CHECKOUT)],
-                   check=True, capture_output=True, cwd=tmp_path)
+                   check=True, capture_output=True, cwd=tmp_path,
+                   env={**os.environ, "GRANULAR_CACHE": str(tmp_path / "build-cache")})
     wheel, = wheels.glob("granular-*.whl")
     venv = tmp_path / "venv"
     # The dependencies come from this interpreter's site-packages; granular itself only from the wheel.

@@ -276,7 +276,7 @@ class WrenchSpaceModel:
         twists_r = twist_at(twists, self.dataset.foot.r_offset * foot_axis(phi))
         scale = np.asarray(self.dataset.velocity_scale, dtype=float)
         for row, v in zip(w, twists_r):
-            dissipative_into(v, scale, row, np.zeros((3, 3)))
+            dissipative_into(v, scale, row, np.zeros((3, 3)), 0)
         return w
 
     def halfspaces(self, thetas):

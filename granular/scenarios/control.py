@@ -109,6 +109,14 @@ class Passive:
     def __call__(self, t, q, v, memory):
         return np.zeros(self.ndof), memory
 
+    def joint_control(self) -> JointControl | None:
+        """No actuation as the fused step's plain data (a dropped foot then steps fused): targets that
+        are never reached, with neither gains nor torques. None where the body has joints (their
+        zero torque limits would make the effort 0/0)."""
+        if self.ndof != 3:
+            return None
+        return JointControl(CONSTANT, np.zeros((5, 0)), np.zeros(0))
+
 
 @dataclass(frozen=True)
 class JointPD:

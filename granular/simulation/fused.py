@@ -149,7 +149,7 @@ def advance(model, arrays, controls, states, warms, steps: int):
     c = controls[0].arrays
     goals = c[2][None] if R == 1 else np.array([ctl.arrays[2] for ctl in controls])
     theta, wrench, p_center = np.empty((R, N, 2)), np.empty((R, N, 3)), np.empty((R, N, 2))
-    flags, done, effort = np.empty((R, N, 2), np.int64), np.empty(R, np.int64), np.empty(R)
+    flags, done, effort = np.empty((R, N, 2), np.bool_), np.empty(R, np.int64), np.empty(R)
     fallback = np.zeros(R, np.int64)
     clamped = unchecked(fused_steps)(q, v, t, steps, float(model.dt), *arrays, c[0], c[1], goals, *c[3:],
                                      theta, wrench, flags, p_center, warms, done, effort, fallback)
@@ -158,7 +158,7 @@ def advance(model, arrays, controls, states, warms, steps: int):
     for ctl, e in zip(controls, effort):
         if ctl.effort is not None:
             ctl.effort(e)
-    return t, q, v, (theta, flags[:, :, 0] == 1, wrench, flags[:, :, 1] == 1, p_center, fallback != 0), done
+    return t, q, v, (theta, flags[:, :, 0], wrench, flags[:, :, 1], p_center, fallback != 0), done
 
 
 def batchable(controls) -> bool:
@@ -182,7 +182,7 @@ _TYPES = ("f8[:, ::1], f8[:, ::1], f8[::1], i8, f8",                            
           "f8[:, ::1], f8[::1], i8[::1], f8[:, ::1], f8[::1], i8, i8, f8[:, ::1], f8[::1], i8[::1], i8, i8, f8[:, ::1]",  # W(θ)
           "i8, f8, f8[:, ::1], f8[:, ::1], f8[::1], i8",                                          # data-flow
           "i8, f8[:, ::1], f8[:, ::1], f8[::1], f8[::1], f8[:, ::1], i8[::1], f8[::1], f8[::1], i8[:, ::1]",  # control
-          "f8[:, :, ::1], f8[:, :, ::1], i8[:, :, ::1], f8[:, :, ::1], i8[:, ::1], i8[::1], f8[::1], i8[::1]")  # out
+          "f8[:, :, ::1], f8[:, :, ::1], b1[:, :, ::1], f8[:, :, ::1], i8[:, ::1], i8[::1], f8[::1], i8[::1]")  # out
 
 
 @kernel(*_TYPES)
@@ -523,11 +523,11 @@ def _report(theta, p_center, on, c, slipping, dt, theta_out, wrench_out, flags_o
     theta_out[:] = theta
     pc_out[:] = p_center
     wrench_out[:] = 0.0
-    flags_out[:] = 0
+    flags_out[:] = False
     for a in range(len(on)):
         i = on[a]
-        flags_out[i, 0] = 1
-        flags_out[i, 1] = 1 if slipping[a] else 0
+        flags_out[i, 0] = True
+        flags_out[i, 1] = slipping[a]
         for r in range(3):
             wrench_out[i, r] = c[3 * a + r] / dt
 
@@ -544,7 +544,7 @@ def _joint_pd(t, q, v, u, kind, limits, goal, trot, times, xz, limbs, geometry, 
         torque = limits[2, j] * (aim - q[3 + j]) - limits[3, j] * v[3 + j]
         u[3 + j] = min(max(torque, -limits[4, j]), limits[4, j])
         effort += (u[3 + j] / limits[4, j]) ** 2
-    return effort / nj
+    return effort / nj if nj else 0.0
 
 
 @kernel()

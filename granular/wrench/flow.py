@@ -119,9 +119,9 @@ def foot_pose(d, phi):
 
 
 @kernel(inline=True)
-def leading_fractions(u, pose, geometry, out):
-    """(s, g) for a unit direction u (scaled space) of the foot at θ = (d, φ), and their derivatives
-    ds/du, dg/du in ``out`` (2, 3). The foot (planar: a bottom plate of half-width R, two side walls)
+def leading_fractions(u0, u1, u2, pose, geometry, out):
+    """(s, g) for a unit direction u = (u0, u1, u2) (scaled space) of the foot at θ = (d, φ), and their
+    derivatives ds/du, dg/du in ``out`` (2, 3). The foot (planar: a bottom plate of half-width R, two side walls)
     moves with the twist v = S u of p_center (F_c: v_x, v_z, ω). A plate element at s' along the
     plate has normal velocity v·a + ω s' (a the foot axis), so the share of the plate that
     advances (v·a + ω s' < 0) is s = ½ − v·a / (2|ω|R), clipped to [0, 1]; a wall element ℓ up the
@@ -130,7 +130,7 @@ def leading_fractions(u, pose, geometry, out):
     half-width (|ω|R, |ω|ℓ_b/2) gains SWITCH_WIDTH × |v_x, v_z| (see there). ``pose`` is
     :func:`foot_pose` at θ."""
     Sx, Sz, Sw = geometry[0], geometry[1], geometry[2]
-    vx, vz, w = Sx * u[0], Sz * u[1], Sw * u[2]
+    vx, vz, w = Sx * u0, Sz * u1, Sw * u2
     ax, az, buried = pose  # t = (a_z, −a_x)
     speed = np.sqrt(vx * vx + vz * vz)
     e0 = SWITCH_WIDTH * Sx * vx / speed if speed > 0.0 else 0.0  # d(SWITCH_WIDTH |v|)/du
@@ -138,17 +138,18 @@ def leading_fractions(u, pose, geometry, out):
     sw = Sw if w >= 0.0 else -Sw  # d|ω|/du_ω
     R = geometry[3]
     s = _ramp(-(vx * ax + vz * az), -Sx * ax, -Sz * az, 0.0,
-              abs(w) * R + SWITCH_WIDTH * speed, e0, e1, sw * R, out[0])
+              abs(w) * R + SWITCH_WIDTH * speed, e0, e1, sw * R, out, 0)
     g = _ramp(vx * az - vz * ax - 0.5 * w * buried, Sx * az, -Sz * ax, -0.5 * Sw * buried,
-              0.5 * abs(w) * buried + SWITCH_WIDTH * speed, e0, e1, 0.5 * sw * buried, out[1])
+              0.5 * abs(w) * buried + SWITCH_WIDTH * speed, e0, e1, 0.5 * sw * buried, out, 1)
     return s, g
 
 
 @kernel(inline=True)
-def _ramp(num, n0, n1, n2, h, h0, h1, h2, out):
+def _ramp(num, n0, n1, n2, h, h0, h1, h2, out, row):
     """½ + num / (2h) clipped to [0, 1] (½ where h = 0: at the switch itself), its derivative from
-    those of num and h written into out (3,)."""
-    out[0] = out[1] = out[2] = 0.0
+    those of num and h written into out[row] (3,). The hot kernels here take arrays and indices, not
+    views: each view of an array costs two atomic reference counts, more than this function."""
+    out[row, 0] = out[row, 1] = out[row, 2] = 0.0
     if h <= 0.0:
         return 0.5
     z = 0.5 + num / (2.0 * h)
@@ -157,33 +158,34 @@ def _ramp(num, n0, n1, n2, h, h0, h1, h2, out):
     if z >= 1.0:
         return 1.0
     scale = 0.5 / (h * h)
-    out[0] = (n0 * h - num * h0) * scale
-    out[1] = (n1 * h - num * h1) * scale
-    out[2] = (n2 * h - num * h2) * scale
+    out[row, 0] = (n0 * h - num * h0) * scale
+    out[row, 1] = (n1 * h - num * h1) * scale
+    out[row, 2] = (n2 * h - num * h2) * scale
     return z
 
 
 @kernel(inline=True)
-def tail_into(u, pose, geometry, p, dp, dfrac):
-    """The tail [1, u] (p of length 4) or [1, u, s, s u, g, g u] (12) at u into p, and its
-    derivative in u into dp (len(p), 3); dfrac (2, 3) is scratch."""
+def tail_into(u0, u1, u2, pose, geometry, p, row, dp, dfrac):
+    """The tail [1, u] (4 functions) or [1, u, s, s u, g, g u] (12) at u = (u0, u1, u2) into the row
+    ``row`` of p (·, 4 or 12), and its derivative in u into dp (4 or 12, 3); dfrac (2, 3) is scratch."""
+    size = p.shape[1]
     dp[:] = 0.0
-    p[0] = 1.0
+    p[row, 0], p[row, 1], p[row, 2], p[row, 3] = 1.0, u0, u1, u2
     for a in range(3):
-        p[1 + a] = u[a]
         dp[1 + a, a] = 1.0
-    if len(p) == 4:
+    if size == 4:
         return
-    s, g = leading_fractions(u, pose, geometry, dfrac)
+    s, g = leading_fractions(u0, u1, u2, pose, geometry, dfrac)
     for f in range(2):
         o, value = 4 + 4 * f, s if f == 0 else g
-        p[o] = value
+        p[row, o] = value
+        p[row, o + 1], p[row, o + 2], p[row, o + 3] = value * u0, value * u1, value * u2
         for b in range(3):
             dp[o, b] = dfrac[f, b]
+            dp[o + 1, b] = dfrac[f, b] * u0
+            dp[o + 2, b] = dfrac[f, b] * u1
+            dp[o + 3, b] = dfrac[f, b] * u2
         for a in range(3):
-            p[o + 1 + a] = value * u[a]
-            for b in range(3):
-                dp[o + 1 + a, b] = dfrac[f, b] * u[a]
             dp[o + 1 + a, a] += value
 
 
@@ -193,7 +195,7 @@ def tail_matrix(U, d, phi, geometry, size):
     T = np.empty((U.shape[0], size))
     dp, scratch, pose = np.empty((size, 3)), np.empty((2, 3)), foot_pose(d, phi)
     for j in range(U.shape[0]):
-        tail_into(U[j], pose, geometry, T[j], dp, scratch)
+        tail_into(U[j, 0], U[j, 1], U[j, 2], pose, geometry, T, j, dp, scratch)
     return T
 
 
@@ -239,72 +241,76 @@ def interpolate(U, Q, x, d, phi, geometry):
     flow wrench)."""
     p, size = Q.shape[1], Q.shape[0] - U.shape[0]
     w, dw = np.zeros(p), np.zeros((p, 3))
-    u, tail, dtail, dfrac = scratch(size)
-    interpolate_into(U, Q, x, d, phi, geometry, w, dw, u, tail, dtail, dfrac)
+    tail, dtail, dfrac = scratch(size)
+    interpolate_into(U, Q.reshape((1,) + Q.shape), 0, x, d, phi, geometry, w, 0, dw, tail, dtail, dfrac)
     return w, dw
 
 
 @kernel()
 def scratch(size):
-    """The work arrays of :func:`interpolate_into` for a tail of ``size`` functions: u, the tail,
+    """The work arrays of :func:`interpolate_into` for a tail of ``size`` functions: the tail (1, size),
     its derivative and the leading fractions'."""
-    return np.empty(3), np.empty(size), np.empty((size, 3)), np.empty((2, 3))
+    return np.empty((1, size)), np.empty((size, 3)), np.empty((2, 3))
 
 
 @kernel(inline=True)
-def interpolate_into(U, Q, x, d, phi, geometry, w, dw, u, tail, dtail, dfrac):
-    """:func:`interpolate` written into w (p,) and dw (p, 3), which are zero on entry, with the work
-    arrays of :func:`scratch`: the step's Newton loop calls it per foot and per iterate."""
-    m, p, size = U.shape[0], Q.shape[1], Q.shape[0] - U.shape[0]
+def interpolate_into(U, Q, f, x, d, phi, geometry, w, o, dw, tail, dtail, dfrac):
+    """:func:`interpolate` of foot f's coefficients Q[f] (Q: k, m + q, p) written into w[o:o + p]
+    and dw (p, 3), which are zero on entry, with the work arrays of :func:`scratch`: the step's
+    Newton loop calls it per foot and per iterate, so it takes indices, not views (each view of an
+    array costs two atomic reference counts)."""
+    m, p, size = U.shape[0], Q.shape[2], Q.shape[1] - U.shape[0]
     n = np.sqrt(x[0] * x[0] + x[1] * x[1] + x[2] * x[2])
     if n == 0.0:
         return
-    u[0], u[1], u[2] = x[0] / n, x[1] / n, x[2] / n
-    tail_into(u, foot_pose(d, phi), geometry, tail, dtail, dfrac)
+    u0, u1, u2 = x[0] / n, x[1] / n, x[2] / n
+    tail_into(u0, u1, u2, foot_pose(d, phi), geometry, tail, 0, dtail, dfrac)
     for i in range(p):  # dw holds dw/du until the projection below
         for k in range(size):
-            q = Q[m + k, i]
-            w[i] += tail[k] * q
+            q = Q[f, m + k, i]
+            w[o + i] += tail[0, k] * q
             for a in range(3):
                 dw[i, a] += dtail[k, a] * q
     for j in range(m):
-        r = np.sqrt(max(2.0 - 2.0 * (u[0] * U[j, 0] + u[1] * U[j, 1] + u[2] * U[j, 2]), 0.0))
+        r = np.sqrt(max(2.0 - 2.0 * (u0 * U[j, 0] + u1 * U[j, 1] + u2 * U[j, 2]), 0.0))
         value, slope = r * r * r, -3.0 * r  # d(r³)/du = −3 r U_j
         for i in range(p):
-            q = Q[j, i]
-            w[i] += value * q
+            q = Q[f, j, i]
+            w[o + i] += value * q
             for a in range(3):
                 dw[i, a] += slope * U[j, a] * q
     for i in range(p):  # du/dx = (I − u uᵀ) / n
-        along = dw[i, 0] * u[0] + dw[i, 1] * u[1] + dw[i, 2] * u[2]
-        for a in range(3):
-            dw[i, a] = (dw[i, a] - along * u[a]) / n
+        along = dw[i, 0] * u0 + dw[i, 1] * u1 + dw[i, 2] * u2
+        dw[i, 0] = (dw[i, 0] - along * u0) / n
+        dw[i, 1] = (dw[i, 1] - along * u1) / n
+        dw[i, 2] = (dw[i, 2] - along * u2) / n
 
 
 @kernel(inline=True)
-def dissipative_into(v, S, w, dw):
+def dissipative_into(v, S, w, dw, o):
     """The medium does no work on the foot: where the data's wrench w (3,) at the foot's twist v
     (3,) at p_r would (w·v > 0, which the interpolant can do between directions where the recorded
     wrenches are small, e.g. a turning foot's), w becomes the nearest wrench that does none,
-    w − (w·v / vᵀS⁻²v) S⁻² v, nearest in the norm dual to the velocity scale S (3,). dw (3, 3),
+    w − (w·v / vᵀS⁻²v) S⁻² v, nearest in the norm dual to the velocity scale S (S[:3]). dw (3, 3),
     dw/dv, follows, as Newton's method in the step needs it (pass zeros where it is not needed).
-    In place; True where w was changed."""
-    m0, m1, m2 = v[0] / (S[0] * S[0]), v[1] / (S[1] * S[1]), v[2] / (S[2] * S[2])
-    p = w[0] * v[0] + w[1] * v[1] + w[2] * v[2]
-    q = v[0] * m0 + v[1] * m1 + v[2] * m2
+    v, w and dw are read at offset o (v[o:o + 3], w[o:o + 3], dw[o:o + 3, o:o + 3]): the step
+    passes its feet's stacked arrays, not views. In place; True where w was changed."""
+    m0, m1, m2 = v[o] / (S[0] * S[0]), v[o + 1] / (S[1] * S[1]), v[o + 2] / (S[2] * S[2])
+    p = w[o] * v[o] + w[o + 1] * v[o + 1] + w[o + 2] * v[o + 2]
+    q = v[o] * m0 + v[o + 1] * m1 + v[o + 2] * m2
     if p <= 0.0 or q == 0.0:
         return False
     ratio = p / q
     for b in range(3):  # d(p / q)/dv_b, p = w(v)·v and q = vᵀS⁻²v both varying with v
-        dp = dw[0, b] * v[0] + dw[1, b] * v[1] + dw[2, b] * v[2] + w[b]
-        dratio = (dp - 2.0 * ratio * v[b] / (S[b] * S[b])) / q
-        dw[0, b] -= m0 * dratio
-        dw[1, b] -= m1 * dratio
-        dw[2, b] -= m2 * dratio
-        dw[b, b] -= ratio / (S[b] * S[b])
-    w[0] -= ratio * m0
-    w[1] -= ratio * m1
-    w[2] -= ratio * m2
+        dp = dw[o, o + b] * v[o] + dw[o + 1, o + b] * v[o + 1] + dw[o + 2, o + b] * v[o + 2] + w[o + b]
+        dratio = (dp - 2.0 * ratio * v[o + b] / (S[b] * S[b])) / q
+        dw[o, o + b] -= m0 * dratio
+        dw[o + 1, o + b] -= m1 * dratio
+        dw[o + 2, o + b] -= m2 * dratio
+        dw[o + b, o + b] -= ratio / (S[b] * S[b])
+    w[o] -= ratio * m0
+    w[o + 1] -= ratio * m1
+    w[o + 2] -= ratio * m2
     return True
 
 
