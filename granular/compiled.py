@@ -363,6 +363,7 @@ def build(folder: Path) -> None:
     temporary folder that is renamed into place), reporting progress on stderr. Runs with
     GRANULAR_JIT=1, so that the kernels are numba dispatchers."""
     _numba_cache()  # before numba is imported: its compilations go to the user cache, not beside the source
+    _check_c_compiler()
     from numba.core import sigutils
     from numba.pycc import CC
 
@@ -391,6 +392,20 @@ def build(folder: Path) -> None:
         print(PROGRESS, total, total, file=sys.stderr, flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _check_c_compiler():
+    """Fail at once where there is no C compiler (numba.pycc's last step needs one), not after a
+    minute of compiling the kernels for nothing. The compiler is the one Python's build uses (or $CC)."""
+    import sysconfig
+
+    cc = (os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc").split()[0]
+    try:
+        ok = subprocess.run([cc, "--version"], capture_output=True, timeout=60).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        ok = False
+    if not ok:
+        raise RuntimeError(f"no working C compiler ({cc} --version fails; install gcc, or set CC)")
 
 
 def _calling(dispatcher, count: int):
