@@ -115,7 +115,9 @@ class Passive:
         zero torque limits would make the effort 0/0)."""
         if self.ndof != 3:
             return None
-        return JointControl(CONSTANT, np.zeros((5, 0)), np.zeros(0))
+        if not hasattr(self, "_joint_control"):  # asked at every step: made once
+            self._joint_control = JointControl(CONSTANT, np.zeros((5, 0)), np.zeros(0))
+        return self._joint_control
 
 
 @dataclass(frozen=True)

@@ -139,13 +139,17 @@ def advance(model, arrays, controls, states, warms, steps: int):
     started from ``warms[r]``, :func:`workspace`) ``steps`` times in one call. All controls share
     one kind; only a CONSTANT one's goal may differ from robot to robot (:func:`batchable`).
     Returns arrays over the robots: t (R,), q, v (R, n), the last step's StepInfo fields (θ,
-    active, wrench, slipping, p_center, fallback; R rows each) and the steps done (R,); fewer than
+    active, wrench, slipping, p_center, fallback (non-zero: fell back); R rows each) and the steps done (R,); fewer than
     ``steps`` are done only where the QP solver failed at the next one, which the caller then
     steps stage by stage (and that robot's StepInfo fields are not the last step's)."""
     R, N = len(states), len(model.contacts)
-    q = np.array([s.q for s in states], dtype=np.float64)
-    v = np.array([s.v for s in states], dtype=np.float64)
-    t = np.array([s.t for s in states], dtype=np.float64)
+    if R == 1:  # one robot (an interactive loop's every step): copies, not lists of one
+        s = states[0]
+        q, v, t = s.q.astype(np.float64).reshape(1, -1), s.v.astype(np.float64).reshape(1, -1), np.full(1, float(s.t))
+    else:
+        q = np.array([s.q for s in states], dtype=np.float64)
+        v = np.array([s.v for s in states], dtype=np.float64)
+        t = np.array([s.t for s in states], dtype=np.float64)
     c = controls[0].arrays
     goals = c[2][None] if R == 1 else np.array([ctl.arrays[2] for ctl in controls])
     theta, wrench, p_center = np.empty((R, N, 2)), np.empty((R, N, 3)), np.empty((R, N, 2))
@@ -158,7 +162,7 @@ def advance(model, arrays, controls, states, warms, steps: int):
     for ctl, e in zip(controls, effort):
         if ctl.effort is not None:
             ctl.effort(e)
-    return t, q, v, (theta, flags[:, :, 0], wrench, flags[:, :, 1], p_center, fallback != 0), done
+    return t, q, v, (theta, flags[:, :, 0], wrench, flags[:, :, 1], p_center, fallback), done
 
 
 def batchable(controls) -> bool:
