@@ -169,3 +169,17 @@ def test_a_command_runs_with_a_cache_path_that_is_a_file(tmp_path):
     cache.write_text("")
     out, err = sim_json(["drop-upright", "--duration", "0.05"], GRANULAR_CACHE=str(cache))
     assert out["steps"] == 50 and "Traceback" not in err
+
+
+def test_a_build_in_the_cache_shows_its_progress_and_keeps_its_error(caplog):
+    """Off a terminal the build's progress is a log line each quarter; its last other line, the
+    error where it fails, is what the warning quotes."""
+    import logging
+
+    lines = [f"{compiled.PROGRESS} {i} 8\n" for i in range(9)] + ["Traceback …\n", "RuntimeError: boom\n"]
+    with caplog.at_level(logging.INFO, logger="granular.compiled"):
+        last = compiled._follow(iter(lines))
+    assert last == "RuntimeError: boom"
+    told = [r.getMessage() for r in caplog.records if "compiling kernels" in r.getMessage()]
+    assert told == ["compiling kernels: 2 of 8", "compiling kernels: 4 of 8", "compiling kernels: 6 of 8",
+                    "compiling kernels: 8 of 8"]
