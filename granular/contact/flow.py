@@ -26,8 +26,7 @@ import numpy as np
 from granular.compiled import kernel
 
 from granular.contact.qp import ContactQP, block_excess, strictly_convex
-from granular.wrench.flow import (TAILS, DirectionMap, coefficients, dissipative_into, interpolate_into, scratch,
-                                  solve)
+from granular.wrench.flow import TAILS, DirectionMap, coefficients, dissipative_into, interpolate_into, solve
 
 LAWS = ("max-dissipation", "data-flow")
 #: The default: it scores better on the held-out DEM set than the paper's law (issue 15; README, "How
@@ -270,13 +269,12 @@ def _flow(v, Q, G, U, theta, geometry):
     dw = np.zeros((3 * k, 3 * k))
     x = np.empty(3)
     dx = np.empty((3, 3))
-    tail, dtail, dfrac = scratch(Q.shape[1] - U.shape[0])
     for f in range(k):
         o = 3 * f
         for a in range(3):
             x[a] = G[f, a, 0] * v[o] + G[f, a, 1] * v[o + 1] + G[f, a, 2] * v[o + 2]
         dx[:] = 0.0
-        interpolate_into(U, Q, f, x, theta[f, 0], theta[f, 1], geometry, w, o, dx, tail, dtail, dfrac)
+        interpolate_into(U, Q, f, x, theta[f, 0], theta[f, 1], geometry, w, o, dx)
         for a in range(3):
             for b in range(3):
                 dw[o + a, o + b] = dx[a, 0] * G[f, 0, b] + dx[a, 1] * G[f, 1, b] + dx[a, 2] * G[f, 2, b]

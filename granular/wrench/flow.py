@@ -119,16 +119,19 @@ def foot_pose(d, phi):
 
 
 @kernel(inline=True)
-def leading_fractions(u0, u1, u2, pose, geometry, out):
-    """(s, g) for a unit direction u = (u0, u1, u2) (scaled space) of the foot at θ = (d, φ), and their
-    derivatives ds/du, dg/du in ``out`` (2, 3). The foot (planar: a bottom plate of half-width R, two side walls)
+def leading_fractions(u0, u1, u2, pose, geometry):
+    """(s, ds/du₀, ds/du₁, ds/du₂, g, dg/du₀, dg/du₁, dg/du₂) for a unit direction u = (u0, u1, u2)
+    (scaled space) of the foot at θ = (d, φ): the leading fractions and their derivatives. The foot
+    (planar: a bottom plate of half-width R, two side walls)
     moves with the twist v = S u of p_center (F_c: v_x, v_z, ω). A plate element at s' along the
     plate has normal velocity v·a + ω s' (a the foot axis), so the share of the plate that
     advances (v·a + ω s' < 0) is s = ½ − v·a / (2|ω|R), clipped to [0, 1]; a wall element ℓ up the
     axis has v·t − ω ℓ along the wall's normal t, so the share of the +t wall's buried length
     ℓ_b = −d / cos φ that advances is g = ½ + (v·t − ω ℓ_b/2) / (|ω| ℓ_b), clipped. Each ramp's
     half-width (|ω|R, |ω|ℓ_b/2) gains SWITCH_WIDTH × |v_x, v_z| (see there). ``pose`` is
-    :func:`foot_pose` at θ."""
+    :func:`foot_pose` at θ. Scalars in, scalars out: the step's Newton loop evaluates it per foot,
+    direction and iterate, and an array passed into an inlined kernel costs two atomic reference
+    counts, more than this function."""
     Sx, Sz, Sw = geometry[0], geometry[1], geometry[2]
     vx, vz, w = Sx * u0, Sz * u1, Sw * u2
     ax, az, buried = pose  # t = (a_z, −a_x)
@@ -137,65 +140,42 @@ def leading_fractions(u0, u1, u2, pose, geometry, out):
     e1 = SWITCH_WIDTH * Sz * vz / speed if speed > 0.0 else 0.0
     sw = Sw if w >= 0.0 else -Sw  # d|ω|/du_ω
     R = geometry[3]
-    s = _ramp(-(vx * ax + vz * az), -Sx * ax, -Sz * az, 0.0,
-              abs(w) * R + SWITCH_WIDTH * speed, e0, e1, sw * R, out, 0)
-    g = _ramp(vx * az - vz * ax - 0.5 * w * buried, Sx * az, -Sz * ax, -0.5 * Sw * buried,
-              0.5 * abs(w) * buried + SWITCH_WIDTH * speed, e0, e1, 0.5 * sw * buried, out, 1)
-    return s, g
+    s, s0, s1, s2 = _ramp(-(vx * ax + vz * az), -Sx * ax, -Sz * az, 0.0,
+                          abs(w) * R + SWITCH_WIDTH * speed, e0, e1, sw * R)
+    g, g0, g1, g2 = _ramp(vx * az - vz * ax - 0.5 * w * buried, Sx * az, -Sz * ax, -0.5 * Sw * buried,
+                          0.5 * abs(w) * buried + SWITCH_WIDTH * speed, e0, e1, 0.5 * sw * buried)
+    return s, s0, s1, s2, g, g0, g1, g2
 
 
 @kernel(inline=True)
-def _ramp(num, n0, n1, n2, h, h0, h1, h2, out, row):
-    """½ + num / (2h) clipped to [0, 1] (½ where h = 0: at the switch itself), its derivative from
-    those of num and h written into out[row] (3,). The hot kernels here take arrays and indices, not
-    views: each view of an array costs two atomic reference counts, more than this function."""
-    out[row, 0] = out[row, 1] = out[row, 2] = 0.0
+def _ramp(num, n0, n1, n2, h, h0, h1, h2):
+    """(½ + num / (2h) clipped to [0, 1] (½ where h = 0: at the switch itself), and its derivative,
+    three components, from those of num and h)."""
     if h <= 0.0:
-        return 0.5
+        return 0.5, 0.0, 0.0, 0.0
     z = 0.5 + num / (2.0 * h)
     if z <= 0.0:
-        return 0.0
+        return 0.0, 0.0, 0.0, 0.0
     if z >= 1.0:
-        return 1.0
+        return 1.0, 0.0, 0.0, 0.0
     scale = 0.5 / (h * h)
-    out[row, 0] = (n0 * h - num * h0) * scale
-    out[row, 1] = (n1 * h - num * h1) * scale
-    out[row, 2] = (n2 * h - num * h2) * scale
-    return z
-
-
-@kernel(inline=True)
-def tail_into(u0, u1, u2, pose, geometry, p, row, dp, dfrac):
-    """The tail [1, u] (4 functions) or [1, u, s, s u, g, g u] (12) at u = (u0, u1, u2) into the row
-    ``row`` of p (·, 4 or 12), and its derivative in u into dp (4 or 12, 3); dfrac (2, 3) is scratch."""
-    size = p.shape[1]
-    dp[:] = 0.0
-    p[row, 0], p[row, 1], p[row, 2], p[row, 3] = 1.0, u0, u1, u2
-    for a in range(3):
-        dp[1 + a, a] = 1.0
-    if size == 4:
-        return
-    s, g = leading_fractions(u0, u1, u2, pose, geometry, dfrac)
-    for f in range(2):
-        o, value = 4 + 4 * f, s if f == 0 else g
-        p[row, o] = value
-        p[row, o + 1], p[row, o + 2], p[row, o + 3] = value * u0, value * u1, value * u2
-        for b in range(3):
-            dp[o, b] = dfrac[f, b]
-            dp[o + 1, b] = dfrac[f, b] * u0
-            dp[o + 2, b] = dfrac[f, b] * u1
-            dp[o + 3, b] = dfrac[f, b] * u2
-        for a in range(3):
-            dp[o + 1 + a, a] += value
+    return z, (n0 * h - num * h0) * scale, (n1 * h - num * h1) * scale, (n2 * h - num * h2) * scale
 
 
 @kernel("f8[:, ::1], f8, f8, f8[::1], i8")
 def tail_matrix(U, d, phi, geometry, size):
-    """T (m, size): the tail of ``size`` functions at each direction U_j, at configuration (d, φ)."""
+    """T (m, size): the tail, [1, u] (4 functions) or [1, u, s, s u, g, g u] (12), at each direction
+    U_j, at configuration (d, φ)."""
     T = np.empty((U.shape[0], size))
-    dp, scratch, pose = np.empty((size, 3)), np.empty((2, 3)), foot_pose(d, phi)
+    pose = foot_pose(d, phi)
     for j in range(U.shape[0]):
-        tail_into(U[j, 0], U[j, 1], U[j, 2], pose, geometry, T, j, dp, scratch)
+        u0, u1, u2 = U[j, 0], U[j, 1], U[j, 2]
+        T[j, 0], T[j, 1], T[j, 2], T[j, 3] = 1.0, u0, u1, u2
+        if size == 4:
+            continue
+        s, _, _, _, g, _, _, _ = leading_fractions(u0, u1, u2, pose, geometry)
+        T[j, 4], T[j, 5], T[j, 6], T[j, 7] = s, s * u0, s * u1, s * u2
+        T[j, 8], T[j, 9], T[j, 10], T[j, 11] = g, g * u0, g * u1, g * u2
     return T
 
 
@@ -239,38 +219,40 @@ def interpolate(U, Q, x, d, phi, geometry):
     (m + q, p) at configuration (d, φ): the cubic kernel φ(r) = r³ of the chord distance
     r = |u − U_j| between unit vectors, u = x / |x|, and the tail. Zero at x = 0 (no motion, no
     flow wrench)."""
-    p, size = Q.shape[1], Q.shape[0] - U.shape[0]
+    p = Q.shape[1]
     w, dw = np.zeros(p), np.zeros((p, 3))
-    tail, dtail, dfrac = scratch(size)
-    interpolate_into(U, Q.reshape((1,) + Q.shape), 0, x, d, phi, geometry, w, 0, dw, tail, dtail, dfrac)
+    interpolate_into(U, Q.reshape((1,) + Q.shape), 0, x, d, phi, geometry, w, 0, dw)
     return w, dw
 
 
-@kernel()
-def scratch(size):
-    """The work arrays of :func:`interpolate_into` for a tail of ``size`` functions: the tail (1, size),
-    its derivative and the leading fractions'."""
-    return np.empty((1, size)), np.empty((size, 3)), np.empty((2, 3))
-
-
 @kernel(inline=True)
-def interpolate_into(U, Q, f, x, d, phi, geometry, w, o, dw, tail, dtail, dfrac):
+def interpolate_into(U, Q, f, x, d, phi, geometry, w, o, dw):
     """:func:`interpolate` of foot f's coefficients Q[f] (Q: k, m + q, p) written into w[o:o + p]
-    and dw (p, 3), which are zero on entry, with the work arrays of :func:`scratch`: the step's
-    Newton loop calls it per foot and per iterate, so it takes indices, not views (each view of an
-    array costs two atomic reference counts)."""
+    and dw (p, 3), which are zero on entry: the step's Newton loop calls it per foot and per
+    iterate, so it takes indices, not views, and writes the tail out (:func:`leading_fractions`)."""
     m, p, size = U.shape[0], Q.shape[2], Q.shape[1] - U.shape[0]
     n = np.sqrt(x[0] * x[0] + x[1] * x[1] + x[2] * x[2])
     if n == 0.0:
         return
     u0, u1, u2 = x[0] / n, x[1] / n, x[2] / n
-    tail_into(u0, u1, u2, foot_pose(d, phi), geometry, tail, 0, dtail, dfrac)
-    for i in range(p):  # dw holds dw/du until the projection below
-        for k in range(size):
-            q = Q[f, m + k, i]
-            w[o + i] += tail[0, k] * q
-            for a in range(3):
-                dw[i, a] += dtail[k, a] * q
+    s = s0 = s1 = s2 = g = g0 = g1 = g2 = 0.0
+    if size == 12:
+        s, s0, s1, s2, g, g0, g1, g2 = leading_fractions(u0, u1, u2, foot_pose(d, phi), geometry)
+    for i in range(p):  # the tail: dw holds dw/du until the projection below
+        q1, q2, q3 = Q[f, m + 1, i], Q[f, m + 2, i], Q[f, m + 3, i]
+        w[o + i] += Q[f, m, i] + u0 * q1 + u1 * q2 + u2 * q3
+        dw[i, 0] += q1
+        dw[i, 1] += q2
+        dw[i, 2] += q3
+        if size == 12:  # s (c + u·e) + g (c' + u·e'): d/du_a = ds_a (c + u·e) + s e_a, alike for g
+            e0, e1, e2 = Q[f, m + 5, i], Q[f, m + 6, i], Q[f, m + 7, i]
+            f0, f1, f2 = Q[f, m + 9, i], Q[f, m + 10, i], Q[f, m + 11, i]
+            side = Q[f, m + 4, i] + u0 * e0 + u1 * e1 + u2 * e2
+            wall = Q[f, m + 8, i] + u0 * f0 + u1 * f1 + u2 * f2
+            w[o + i] += s * side + g * wall
+            dw[i, 0] += s0 * side + s * e0 + g0 * wall + g * f0
+            dw[i, 1] += s1 * side + s * e1 + g1 * wall + g * f1
+            dw[i, 2] += s2 * side + s * e2 + g2 * wall + g * f2
     for j in range(m):
         r = np.sqrt(max(2.0 - 2.0 * (u0 * U[j, 0] + u1 * U[j, 1] + u2 * U[j, 2]), 0.0))
         value, slope = r * r * r, -3.0 * r  # d(r³)/du = −3 r U_j
