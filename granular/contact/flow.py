@@ -26,7 +26,8 @@ import numpy as np
 from granular.compiled import kernel
 
 from granular.contact.qp import ContactQP, block_excess, strictly_convex
-from granular.wrench.flow import TAILS, DirectionMap, coefficients, dissipative_into, interpolate_into, solve
+from granular.wrench.flow import (TAILS, DirectionMap, coefficients, dissipative_into, interpolate_into, solve,
+                                  solve_into)
 
 LAWS = ("max-dissipation", "data-flow")
 #: The default: it scores better on the held-out DEM set than the paper's law (issue 15; README, "How
@@ -261,15 +262,13 @@ def slide_all(Jt, B, v_free, c, points, Kinv, U, geometry, size, theta, r_offset
 
 
 @kernel()
-def _flow(v, Q, G, U, theta, geometry):
-    """The data's wrenches (3k,) of k feet at twists v (3k,) at p_r (none doing work on its foot:
-    :func:`~granular.wrench.flow.dissipative_into`), and their block-diagonal derivative (3k, 3k)."""
-    k = Q.shape[0]
-    w = np.zeros(3 * k)
-    dw = np.zeros((3 * k, 3 * k))
-    x = np.empty(3)
-    dx = np.empty((3, 3))
-    for f in range(k):
+def _flow_into(v, Q, G, U, theta, geometry, w, dw, x, dx):
+    """The data's wrenches w (3k,) of k feet at twists v (3k,) at p_r (none doing work on its foot:
+    :func:`~granular.wrench.flow.dissipative_into`), and their block-diagonal derivative dw (3k, 3k),
+    written into w and dw; x (3,) and dx (3, 3) are scratch."""
+    w[:] = 0.0
+    dw[:] = 0.0
+    for f in range(Q.shape[0]):
         o = 3 * f
         for a in range(3):
             x[a] = G[f, a, 0] * v[o] + G[f, a, 1] * v[o + 1] + G[f, a, 2] * v[o + 2]
@@ -279,38 +278,61 @@ def _flow(v, Q, G, U, theta, geometry):
             for b in range(3):
                 dw[o + a, o + b] = dx[a, 0] * G[f, 0, b] + dx[a, 1] * G[f, 1, b] + dx[a, 2] * G[f, 2, b]
         dissipative_into(v, geometry, w, dw, o)
-    return w, dw
+
+
+@kernel()
+def _residual_into(v, a, hD, w, F):
+    """F ← v − a − hD w, the Newton residual, and its largest magnitude."""
+    top = 0.0
+    for i in range(len(v)):
+        acc = 0.0
+        for j in range(len(w)):
+            acc += hD[i, j] * w[j]
+        F[i] = v[i] - a[i] - acc
+        top = max(top, abs(F[i]))
+    return top
 
 
 @kernel("f8[::1], f8[::1], f8[:, :], f8[:, :, ::1], f8[:, :, ::1], f8[:, ::1], f8[:, ::1], f8[::1]")
 def newton(v, a, hD, Q, G, U, theta, geometry):
-    """(v, wrench, converged): a root of F(v) = v − a − hD flow(v) from ``v``, with backtracking."""
+    """(v, wrench, converged): a root of F(v) = v − a − hD flow(v) from ``v``, with backtracking.
+    Its arrays are made once and swapped between the iterate and the trial (each allocation in this
+    loop cost as much as a foot's flow)."""
     n = len(v)
-    w, dw = _flow(v, Q, G, U, theta, geometry)
-    F = v - a - _matvec(hD, w)
-    size = NEWTON_TOLERANCE * (np.abs(a).max() + np.abs(v).max() + 1e-12)
+    v, trial = v.copy(), np.empty(n)
+    w, w_trial, dw, dw_trial = np.empty(n), np.empty(n), np.empty((n, n)), np.empty((n, n))
+    F, F_trial, jac, delta = np.empty(n), np.empty(n), np.empty((n, n)), np.empty((n, 1))
+    x, dx = np.empty(3), np.empty((3, 3))
+    _flow_into(v, Q, G, U, theta, geometry, w, dw, x, dx)
+    norm = _residual_into(v, a, hD, w, F)
+    top_a, top_v = 0.0, 0.0
+    for i in range(n):
+        top_a, top_v = max(top_a, abs(a[i])), max(top_v, abs(v[i]))
+    size = NEWTON_TOLERANCE * (top_a + top_v + 1e-12)
     for _ in range(NEWTON_STEPS):
-        norm = np.abs(F).max()
         if norm <= size:
             return v, w, True
-        jac = np.eye(n)
         for i in range(n):
             for j in range(n):  # dw is block-diagonal: foot j // 3's 3 × 3 block
                 o = j - j % 3
-                jac[i, j] -= hD[i, o] * dw[o, j] + hD[i, o + 1] * dw[o + 1, j] + hD[i, o + 2] * dw[o + 2, j]
-        delta = solve(jac, (-F).reshape((n, 1)))[:, 0]
+                jac[i, j] = (1.0 if i == j else 0.0) - (hD[i, o] * dw[o, j] + hD[i, o + 1] * dw[o + 1, j]
+                                                       + hD[i, o + 2] * dw[o + 2, j])
+            delta[i, 0] = -F[i]
+        solve_into(jac, delta)
         t = 1.0
         while True:
-            trial = v + t * delta
-            w_trial, dw_trial = _flow(trial, Q, G, U, theta, geometry)
-            F_trial = trial - a - _matvec(hD, w_trial)
-            if np.abs(F_trial).max() < norm:
+            for i in range(n):
+                trial[i] = v[i] + t * delta[i, 0]
+            _flow_into(trial, Q, G, U, theta, geometry, w_trial, dw_trial, x, dx)
+            trial_norm = _residual_into(trial, a, hD, w_trial, F_trial)
+            if trial_norm < norm:
                 break
             t *= 0.5
             if t < 1e-3:
                 return v, w, False
-        v, w, dw, F = trial, w_trial, dw_trial, F_trial
-    return v, w, np.abs(F).max() <= size
+        v, trial, w, w_trial, dw, dw_trial, F, F_trial = trial, v, w_trial, w, dw_trial, dw, F_trial, F
+        norm = trial_norm
+    return v, w, norm <= size
 
 
 @kernel()

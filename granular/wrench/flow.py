@@ -300,8 +300,16 @@ def dissipative_into(v, S, w, dw, o):
 def solve(A, B):
     """X with A X = B (n, p) by Gaussian elimination with partial pivoting (small systems: no
     LAPACK call from compiled code)."""
+    X = B.copy()
+    solve_into(A.copy(), X)
+    return X
+
+
+@kernel()
+def solve_into(A, X):
+    """:func:`solve` in place: X (n, p) becomes A⁻¹ X, and A is overwritten (Newton's loop, which
+    rebuilds its matrix every iteration, allocates nothing)."""
     n = A.shape[0]
-    A, X = A.copy(), B.copy()
     for col in range(n):
         pivot = col  # the first largest |A[row, col]|, found in a loop: np.argmax of a slice allocates
         for row in range(col + 1, n):
@@ -324,7 +332,6 @@ def solve(A, B):
                 X[row, c] -= A[row, j] * X[j, c]
         for c in range(X.shape[1]):
             X[row, c] /= A[row, row]
-    return X
 
 
 def dissipating(points, twist_r):
