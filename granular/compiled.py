@@ -36,9 +36,11 @@ import os
 import platform
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -92,9 +94,10 @@ def kernel(*arg_types: str, inline: bool = False):
         aot = None if jit_only() else _aot()
         if aot is not None:
             return _guarded(getattr(aot, name), fn, arg_types) if arg_types else fn
+        cache = _numba_cache()  # before numba is imported: it reads its cache folder once, at import
         from numba import njit
 
-        compiled = njit(cache=_numba_cache(), error_model="numpy", inline="always" if inline else "never")(fn)
+        compiled = njit(cache=cache, error_model="numpy", inline="always" if inline else "never")(fn)
         if arg_types:
             _exports[name] = (compiled, ", ".join(arg_types))
         return compiled
@@ -110,9 +113,13 @@ def _numba_cache():
     Whether numba may cache: not where that folder cannot be written (numba would refuse the kernel)."""
     global _numba_cache_ok
     if _numba_cache_ok is None:
-        if "NUMBA_CACHE_DIR" not in os.environ and "numba" not in sys.modules:
+        if not os.environ.get("NUMBA_CACHE_DIR"):
             os.environ["NUMBA_CACHE_DIR"] = str(cache_dir() / "numba" / key())
-        folder = Path(os.environ.get("NUMBA_CACHE_DIR") or _PACKAGE)
+            if "numba" in sys.modules:  # imported before us (by the user's program): make it read it again
+                from numba.core import config
+
+                config.reload_config()
+        folder = Path(os.environ["NUMBA_CACHE_DIR"])
         try:
             folder.mkdir(parents=True, exist_ok=True)
             tempfile.TemporaryFile(dir=folder).close()
@@ -188,8 +195,9 @@ def key() -> str:
     digest = hashlib.sha256()
     for rel in (*MODULES, "compiled.py"):
         digest.update((_PACKAGE / rel).read_bytes())
-    # numpy's major version only: an extension built against numpy 2.x runs on any later 2.y, and
-    # the one built at install time comes from pip's build environment, whose numpy may be newer
+    # numpy's major version only: the install-time build runs in pip's build environment, whose
+    # numpy is the newest 2.x, often newer than the one it then runs with; its C API is kept
+    # compatible within the major version (numpy 1.x at run time: the cache builds its own)
     digest.update(f"numpy {np.__version__.split('.')[0]} {sys.version} {platform.machine()} {_cpu_model()}".encode())
     return digest.hexdigest()[:16]
 
@@ -266,14 +274,28 @@ def _load_or_build():
     except Damaged as exc:
         log.warning("the kernels installed with the package are damaged (%s); using the user cache instead", exc)
         path = None
+    if path is None and installed() is not None:
+        log.info("the kernels installed with the package were built from other sources (an edited checkout, "
+                 "another numpy or CPU): the user cache's are used")
     if path is None:
         path = _cached(name)
     if path is None:
         return None
-    spec = importlib.util.spec_from_file_location(NAME, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _import(path)
+
+
+def _import(path: Path):
+    """The extension at ``path``, or None (with a warning) where it does not load: a cache on a
+    noexec mount, or shared with a machine of another C library."""
+    try:
+        spec = importlib.util.spec_from_file_location(NAME, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    except (ImportError, OSError) as exc:
+        log.warning("the compiled kernels in %s do not load (%s); numba compiles them at run time instead",
+                    path.parent, exc)
+        return None
 
 
 def _cached(name: str) -> Path | None:
@@ -282,12 +304,7 @@ def _cached(name: str) -> Path | None:
     root = cache_dir() / "kernels"
     folder, failed = root / name, root / f"{name}.failed"
     try:
-        try:
-            path = _verified(folder, name)
-        except Damaged as exc:
-            log.warning("the compiled kernels in the cache are damaged (%s); compiling them again", exc)
-            shutil.rmtree(folder)
-            path = None
+        path = _intact(folder, name)
         if path is None and not failed.exists():
             path = _build_locked(root, folder, failed)
     except OSError as exc:
@@ -299,18 +316,28 @@ def _cached(name: str) -> Path | None:
     return path
 
 
+def _intact(folder: Path, name: str) -> Path | None:
+    """:func:`_verified`, with a damaged build reported and counted as none."""
+    try:
+        return _verified(folder, name)
+    except Damaged as exc:
+        log.warning("the compiled kernels in the cache are damaged (%s); compiling them again", exc)
+        return None
+
+
 def _build_locked(root: Path, folder: Path, failed: Path) -> Path | None:
-    """Build the AOT module, one process at a time; a process that waited finds it built."""
+    """Build the AOT module, one process at a time; a process that waited finds it built. A folder
+    that is not a whole build (damaged, or without its manifest) is removed first, under the lock."""
     import fcntl
 
     root.mkdir(parents=True, exist_ok=True)
     with open(root / f"{folder.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if folder.exists() and _verified(folder, folder.name) is None:
-            shutil.rmtree(folder)  # a folder without its manifest: not a whole build
+        if folder.exists() and _intact(folder, folder.name) is None:
+            shutil.rmtree(folder)
         if not folder.exists() and not failed.exists():
             _build(folder, failed)
-    return _verified(folder, folder.name)
+    return _intact(folder, folder.name)
 
 
 def _build(folder: Path, failed: Path) -> None:
@@ -323,10 +350,19 @@ def _build(folder: Path, failed: Path) -> None:
         # run beside this package, so that `-m granular.compiled` finds it and not a checkout in the cwd
         with subprocess.Popen(cmd, env=env, cwd=_PACKAGE.parent, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
                               text=True) as proc:
-            last = _follow(proc.stderr)
-            proc.wait(timeout=BUILD_TIMEOUT_S)
-        reason = None if proc.returncode == 0 else last or f"exit status {proc.returncode}"
-    except (OSError, subprocess.TimeoutExpired) as exc:
+            # a hung build must not hold the lock (and every other process) forever: killed, its
+            # stderr closes and the reading below ends
+            deadline = threading.Timer(BUILD_TIMEOUT_S, proc.kill)
+            deadline.start()
+            try:
+                last = _follow(proc.stderr)
+                proc.wait()
+            finally:
+                deadline.cancel()
+        timed_out = proc.returncode == -signal.SIGKILL
+        reason = (None if proc.returncode == 0 else f"took longer than {BUILD_TIMEOUT_S} s" if timed_out
+                  else last or f"exit status {proc.returncode}")
+    except OSError as exc:
         reason = str(exc)
     if reason is None and _built(folder) is not None:
         log.info("kernels compiled in %.0f s", time.perf_counter() - start)
@@ -424,24 +460,38 @@ def install_build(out: Path) -> Path:
     kernels where they were built from the same key (a reinstall of the same source compiles
     nothing), else compiled, and then copied into the cache for the next install."""
     name = key()
-    cached, folder = cache_dir() / "kernels" / name, out / name
+    root = cache_dir() / "kernels"
+    cached, folder = root / name, out / name
     try:
         found = _verified(cached, name)
-    except Damaged:
+    except (Damaged, OSError):
         found = None
     if found is not None:
         shutil.copytree(cached, folder)
         return folder
     build(folder)
     try:
-        if not cached.exists():
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=cached.parent))
-            shutil.copytree(folder, tmp, dirs_exist_ok=True)
-            tmp.rename(cached)
+        _share(folder, root, name)
     except OSError:
         pass  # the cache is only a shortcut for the next install
     return folder
+
+
+def _share(folder: Path, root: Path, name: str):
+    """Copy a build into the cache, under the runtime's lock for that key, unless one is there."""
+    import fcntl
+
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (root / name).exists():
+            return
+        tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=root))
+        try:
+            shutil.copytree(folder, tmp, dirs_exist_ok=True)
+            tmp.rename(root / name)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

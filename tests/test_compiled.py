@@ -105,6 +105,9 @@ def test_the_kernels_built_at_install_time_are_the_ones_this_process_runs():
     """pip builds the kernels into granular_aot/ (hatch_build.py): the first command needs no build."""
     folder = compiled.installed()
     assert folder is not None, "no kernels were built at install time (see hatch_build.py's warning in pip -v)"
+    built_for = json.loads((folder / compiled.MANIFEST).read_text())["key"]
+    if built_for != compiled.key():
+        pytest.skip("the kernels' sources changed since the install: reinstall (pip install -e .)")
     assert compiled._verified(folder, compiled.key()) is not None
     assert Path(compiled._aot().__file__).parent == folder
 
@@ -171,10 +174,13 @@ def test_a_command_runs_with_a_cache_path_that_is_a_file(tmp_path):
     assert out["steps"] == 50 and "Traceback" not in err
 
 
-def test_a_build_in_the_cache_shows_its_progress_and_keeps_its_error(caplog):
+def test_a_build_in_the_cache_shows_its_progress_and_keeps_its_error(caplog, monkeypatch):
     """Off a terminal the build's progress is a log line each quarter; its last other line, the
     error where it fails, is what the warning quotes."""
+    import io
     import logging
+
+    monkeypatch.setattr(sys, "stderr", io.StringIO())  # not a terminal, whatever runs the tests
 
     lines = [f"{compiled.PROGRESS} {i} 8\n" for i in range(9)] + ["Traceback …\n", "RuntimeError: boom\n"]
     with caplog.at_level(logging.INFO, logger="granular.compiled"):
@@ -183,3 +189,24 @@ def test_a_build_in_the_cache_shows_its_progress_and_keeps_its_error(caplog):
     told = [r.getMessage() for r in caplog.records if "compiling kernels" in r.getMessage()]
     assert told == ["compiling kernels: 2 of 8", "compiling kernels: 4 of 8", "compiling kernels: 6 of 8",
                     "compiling kernels: 8 of 8"]
+
+
+def test_just_in_time_kernels_cache_in_the_user_cache_never_beside_the_source(tmp_path):
+    """numba read its cache folder when it was imported, before granular named one: every JIT
+    process wrote its cache into the package's __pycache__ folders."""
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env.update(GRANULAR_JIT="1", GRANULAR_CACHE=str(tmp_path))
+    before = {p for p in PACKAGE.rglob("*") if p.suffix in (".nbi", ".nbc")}
+    code = "from granular.learning.linear import depth_factor; print(depth_factor(0.1, 0.5, 0))"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert list((tmp_path / "numba").rglob("*.nbi")), "numba cached the kernel in the user cache"
+    assert {p for p in PACKAGE.rglob("*") if p.suffix in (".nbi", ".nbc")} == before
+
+
+def test_an_extension_that_does_not_load_means_jit_with_one_warning(tmp_path, caplog):
+    """A cache on a noexec mount, or shared with a machine of another C library: not a traceback."""
+    fake = tmp_path / "granular_kernels.cpython-311-x86_64-linux-gnu.so"
+    fake.write_bytes(b"not an ELF file")
+    assert compiled._import(fake) is None
+    assert "do not load" in caplog.text

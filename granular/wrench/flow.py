@@ -199,10 +199,16 @@ def coefficients(Kinv, U, geometry, size, thetas, points):
                 rows[f * w + size + c, j] = points[f, j, c]
     solved = rows @ Kinv.T  # per foot, Bᵀ = (K⁻¹ T)ᵀ then Yᵀ = (K⁻¹ P)ᵀ
     Q = np.empty((k, m + size, n))
+    SR, S, e = np.empty((size, w)), np.empty((size, size)), np.empty((size, n))
     for f in range(k):
         o = f * w
-        SR = rows[o:o + size] @ solved[o:o + w].T  # [Tᵀ K⁻¹ T, Tᵀ K⁻¹ P]
-        e = solve(np.ascontiguousarray(SR[:, :size]), np.ascontiguousarray(SR[:, size:]))
+        np.dot(rows[o:o + size], solved[o:o + w].T, SR)  # [Tᵀ K⁻¹ T, Tᵀ K⁻¹ P]
+        for r in range(size):
+            for c in range(size):
+                S[r, c] = SR[r, c]
+            for c in range(n):
+                e[r, c] = SR[r, size + c]
+        solve_into(S, e)
         for i in range(m):  # c = Y − B e
             for c in range(n):
                 acc = solved[o + size + c, i]
