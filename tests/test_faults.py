@@ -9,17 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from granular.apps.cli import main
 from granular.data import dataset as wd
 
-
-def run(capsys, *args):
-    try:
-        code = main([str(a) for a in args])
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
+from test_newcomer import run
 
 
 @pytest.fixture
