@@ -210,3 +210,19 @@ def test_an_extension_that_does_not_load_means_jit_with_one_warning(tmp_path, ca
     fake.write_bytes(b"not an ELF file")
     assert compiled._import(fake) is None
     assert "do not load" in caplog.text
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("jit")
+def test_a_truncated_extension_in_the_cache_is_refused_end_to_end(tmp_path):
+    """The case that crashed the process with SIGBUS: the cache's extension cut short (a full disk,
+    a killed copy). The command says so, cannot rebuild it here (no C compiler), runs just in time
+    and gets the same answer."""
+    name = compiled.key()
+    path = _fake_build(tmp_path, name)
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 3])
+    args = ["drop-upright", "--duration", "0.2"]
+    out, err = sim_json(args, GRANULAR_CACHE=str(tmp_path), GRANULAR_IGNORE_INSTALLED_KERNELS="1", CC="/bin/false")
+    assert "damaged" in err and "no working C compiler" in err and "Traceback" not in err
+    assert not path.exists(), "the damaged build was removed"
+    assert out == sim_json(args)[0]
