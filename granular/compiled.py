@@ -333,11 +333,19 @@ def _build_locked(root: Path, folder: Path, failed: Path) -> Path | None:
     root.mkdir(parents=True, exist_ok=True)
     with open(root / f"{folder.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if folder.exists() and _intact(folder, folder.name) is None:
+        if folder.exists() and not _whole(folder):
             shutil.rmtree(folder)
         if not folder.exists() and not failed.exists():
             _build(folder, failed)
     return _intact(folder, folder.name)
+
+
+def _whole(folder: Path) -> bool:
+    """Whether ``folder`` holds a whole build of its key (said already where it is damaged)."""
+    try:
+        return _verified(folder, folder.name) is not None
+    except Damaged:
+        return False
 
 
 def _build(folder: Path, failed: Path) -> None:
