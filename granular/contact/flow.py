@@ -26,8 +26,7 @@ import numpy as np
 from granular.compiled import kernel
 
 from granular.contact.qp import ContactQP, block_excess, strictly_convex
-from granular.wrench.flow import (TAILS, DirectionMap, coefficients, dissipative_into, interpolate_into, solve,
-                                  solve_into)
+from granular.wrench.flow import TAILS, DirectionMap, coefficients, dissipative_into, interpolate_into, solve_into
 
 LAWS = ("max-dissipation", "data-flow")
 #: The default: it scores better on the held-out DEM set than the paper's law (issue 15; README, "How

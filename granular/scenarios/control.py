@@ -102,6 +102,9 @@ class Passive:
 
     def __init__(self, ndof: int):
         self.ndof = ndof
+        # no actuation as the fused step's plain data (a dropped foot then steps fused): no targets,
+        # gains or torques; none where the body has joints (their zero torque limits: effort 0/0)
+        self._joint_control = JointControl(CONSTANT, np.zeros((5, 0)), np.zeros(0)) if ndof == 3 else None
 
     def initial_memory(self):
         return None
@@ -110,13 +113,7 @@ class Passive:
         return np.zeros(self.ndof), memory
 
     def joint_control(self) -> JointControl | None:
-        """No actuation as the fused step's plain data (a dropped foot then steps fused): targets that
-        are never reached, with neither gains nor torques. None where the body has joints (their
-        zero torque limits would make the effort 0/0)."""
-        if self.ndof != 3:
-            return None
-        if not hasattr(self, "_joint_control"):  # asked at every step: made once
-            self._joint_control = JointControl(CONSTANT, np.zeros((5, 0)), np.zeros(0))
+        """This controller as the fused step's plain data, or None (a body with joints)."""
         return self._joint_control
 
 

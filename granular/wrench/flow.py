@@ -303,18 +303,10 @@ def dissipative_into(v, S, w, dw, o):
 
 
 @kernel()
-def solve(A, B):
-    """X with A X = B (n, p) by Gaussian elimination with partial pivoting (small systems: no
-    LAPACK call from compiled code)."""
-    X = B.copy()
-    solve_into(A.copy(), X)
-    return X
-
-
-@kernel()
 def solve_into(A, X):
-    """:func:`solve` in place: X (n, p) becomes A⁻¹ X, and A is overwritten (Newton's loop, which
-    rebuilds its matrix every iteration, allocates nothing)."""
+    """X (n, p) becomes A⁻¹ X by Gaussian elimination with partial pivoting, in place: A is
+    overwritten (small systems: no LAPACK call from compiled code; Newton's loop, which rebuilds its
+    matrix every iteration, allocates nothing)."""
     n = A.shape[0]
     for col in range(n):
         pivot = col  # the first largest |A[row, col]|, found in a loop: np.argmax of a slice allocates
