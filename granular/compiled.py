@@ -26,6 +26,7 @@ arrays straight through and converts the rest, as a JIT dispatcher would accept 
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import importlib.machinery
@@ -328,16 +329,23 @@ def _intact(folder: Path, name: str) -> Path | None:
 def _build_locked(root: Path, folder: Path, failed: Path) -> Path | None:
     """Build the AOT module, one process at a time; a process that waited finds it built. A folder
     that is not a whole build (damaged, or without its manifest) is removed first, under the lock."""
-    import fcntl
-
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / f"{folder.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with _locked(root, folder.name):
         if folder.exists() and not _whole(folder):
             shutil.rmtree(folder)
         if not folder.exists() and not failed.exists():
             _build(folder, failed)
     return _intact(folder, folder.name)
+
+
+@contextlib.contextmanager
+def _locked(root: Path, name: str):
+    """Hold the cache's lock for key ``name``: one process at a time builds or copies its kernels."""
+    import fcntl
+
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def _whole(folder: Path) -> bool:
@@ -487,11 +495,7 @@ def install_build(out: Path) -> Path:
 
 def _share(folder: Path, root: Path, name: str):
     """Copy a build into the cache, under the runtime's lock for that key, unless one is there."""
-    import fcntl
-
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / f"{name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with _locked(root, name):
         if (root / name).exists():
             return
         tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=root))
