@@ -92,8 +92,10 @@ def test_zero_action_keeps_the_robot_standing(medium):
     assert np.max(np.abs(pitches[100:])) < 0.03
     assert np.all(np.abs(obs[2:5]) < 0.02)
     assert np.all(obs[-4:] < -0.01), "every foot rests in the medium"
-    assert abs(info["x"]) < 0.05
-    assert abs(reward) < 0.05
+    assert abs(info["x"]) < 0.05 and abs(info["distance"]) < 0.05
+    # standing earns the alive bonus, barely more or less
+    assert abs(reward - env.task.healthy_reward) < 0.05 and not info["fell"]
+    assert info["height"] == pytest.approx(obs[0], abs=1e-6) and info["foot_depth"].shape == (4,)
     assert info["sim_steps"] == 3000 and info["sim_time"] == pytest.approx(3.0)
 
 
@@ -153,14 +155,62 @@ def test_actions_are_joint_targets_from_the_stance(env):
     assert np.all(np.abs(moved[:, 1:]) < 0.06), moved
 
 
-def test_reward_is_forward_progress_less_effort(env):
+def test_reward_is_the_sum_of_its_named_terms(env):
     env.reset(seed=4)
     x0 = env.sim.state.q[0]
     _, reward, _, _, info = env.step(np.zeros(12, np.float32))
     forward = (info["x"] - x0) / env.control_period
     assert info["forward_velocity"] == pytest.approx(forward)
     assert 0 < info["effort"] < 1
-    assert reward == pytest.approx(env.forward_weight * forward - env.effort_weight * info["effort"])
+    t = env.task
+    terms = {"forward": t.forward_weight * forward, "healthy": t.healthy_reward, "effort": -t.effort_weight * info["effort"],
+             "tilt": -t.tilt_weight * info["pitch"] ** 2, "fall": 0.0}
+    for name, value in terms.items():
+        assert info[f"reward_{name}"] == pytest.approx(value)
+    assert reward == pytest.approx(sum(terms.values()))
+
+
+def test_the_forward_term_is_capped_so_that_a_lunge_does_not_pay():
+    env = gym_env.QuadrupedEnv(media=["sand"], max_speed=0.1, reset_noise=0.0)
+    env.reset(seed=0)
+    env.sim.state.v[0] = 2.0  # thrown forward
+    _, _, _, _, info = env.step(np.zeros(12, np.float32))
+    assert info["forward_velocity"] > 0.5
+    assert info["reward_forward"] == pytest.approx(env.task.forward_weight * 0.1)
+    # the old task, kept by name, pays the whole velocity and nothing for being alive
+    old = gym_env.QuadrupedEnv(media=["sand"], task="forward", reset_noise=0.0)
+    old.reset(seed=0)
+    old.sim.state.v[0] = 2.0
+    _, reward, _, _, info = old.step(np.zeros(12, np.float32))
+    assert info["reward_healthy"] == 0 and reward == pytest.approx(info["forward_velocity"] - 0.05 * info["effort"])
+
+
+def test_a_fall_ends_the_episode_with_its_penalty():
+    env = gym_env.QuadrupedEnv(media=["sand"], reset_noise=0.0, fall_penalty=7.0)
+    env.reset(seed=0)
+    env.sim.state.q[2] = 1.0  # pitched past fall_tilt
+    _, reward, terminated, truncated, info = env.step(np.zeros(12, np.float32))
+    assert terminated and not truncated and info["fell"]
+    assert info["reward_fall"] == -7.0 and info["reward_healthy"] == 0.0
+    assert reward < -7.0 + env.task.forward_weight * env.task.max_speed
+
+
+def test_the_registration_limits_episodes_to_ten_seconds():
+    spec = gymnasium.spec(gym_env.ENV_ID)
+    assert spec.max_episode_steps == 1000
+    env = gym_env.QuadrupedEnv(media=["sand"])
+    assert env.max_steps * env.control_period == pytest.approx(10.0)
+
+
+def test_unknown_tasks_and_weights_are_clear_errors():
+    with pytest.raises(GranularError, match="task must be one of walk, forward"):
+        gym_env.QuadrupedEnv(media=["sand"], task="run")
+    with pytest.raises(GranularError, match="healthy_reward must be a non-negative"):
+        gym_env.QuadrupedEnv(media=["sand"], healthy_reward=-1.0)
+    from granular.apps.rewards import TASKS
+
+    with pytest.raises(GranularError, match="unknown reward weight"):
+        TASKS["walk"].with_(speed=1.0)
 
 
 def test_fall_terminates_and_time_truncates():

@@ -22,11 +22,16 @@ The robot, terrain, time step, solver, contact law and medium models come from a
   rates (rad/s); each foot's depth, θ's d (m, negative in the medium, 0 out of it); optionally a
   one-hot of the episode's medium; bounded by :data:`OBSERVATION_LIMITS`. The torso's x is left
   out so that a policy does not depend on where it is (it is in ``info``).
-- **Reward**: ``forward_weight`` × the torso's forward progress over the env step divided by the
-  control period (m/s, so its scale does not depend on the period) − ``effort_weight`` × the
-  mean over joints and simulator steps of (torque / torque limit)², a number in [0, 1].
+- **Reward**: the task's (``task``, default ``walk``; :mod:`granular.apps.rewards`): forward
+  velocity (capped), an alive bonus, effort and pitch costs, a fall penalty, each weight named and
+  overridable here (``forward_weight=…``); ``info["reward_forward"]`` etc. give each term.
 - **Termination** on a fall: the torso lower than ``fall_height`` above the terrain or pitched
-  more than ``fall_tilt``. **Truncation** after ``episode_seconds`` of simulated time.
+  more than ``fall_tilt`` (``info["fell"]``). **Truncation** after ``episode_seconds`` of
+  simulated time (10 s: 1000 env steps, the registered ``max_episode_steps``; give both to
+  ``gymnasium.make`` to change it).
+- **Info**: ``x`` (m, the torso's), ``distance`` (m, ``x`` less its value at the episode's start), ``height`` (m, the torso above the terrain), ``pitch``,
+  ``fell``, ``foot_depth`` (one d per foot, m), ``forward_velocity``, ``effort``, ``medium``,
+  ``sim_time``, ``sim_steps`` and the reward's terms.
 - **Resets**: the medium is drawn from ``media`` with the env's RNG, and the scenario's initial
   state is perturbed by it (scaled by ``reset_noise``), so ``reset(seed=s)`` is reproducible;
   the medium is reported in ``info["medium"]``.
@@ -48,6 +53,7 @@ except ModuleNotFoundError as exc:  # only a missing gymnasium; a broken install
     raise GranularError("granular.apps.gym needs gymnasium: pip install 'granular[rl]' "
                         "(or pip install 'gymnasium>=1.0')") from None
 
+from granular.apps import rewards
 from granular.compiled import unchecked
 from granular.contact.flow import LAWS
 from granular.contact.qp import make_solver
@@ -133,8 +139,10 @@ class QuadrupedEnv(gymnasium.Env):
     Parameters: ``media`` (names or model files; one is drawn per episode), ``scenario`` (a shipped
     name or a scenario file with a quadruped under joint control), ``control_period`` (s per env
     step, a whole number of the scenario's time steps), ``episode_seconds`` (truncation),
-    ``action_scale`` (rad of target offset per unit action), ``forward_weight``,
-    ``effort_weight``, ``fall_height`` (m), ``fall_tilt`` (rad), ``reset_noise`` (scale of
+    ``action_scale`` (rad of target offset per unit action), ``task`` (a name in
+    :data:`~granular.apps.rewards.TASKS` or a :class:`~granular.apps.rewards.Task`) and any of its
+    weights (``forward_weight``, ``max_speed``, ``healthy_reward``, ``effort_weight``, ``tilt_weight``,
+    ``fall_penalty``; None keeps the task's), ``fall_height`` (m), ``fall_tilt`` (rad), ``reset_noise`` (scale of
     :data:`RESET_WIDTHS`), ``observe_medium`` (append a one-hot of the medium), ``render_mode``
     (None or "rgb_array": a matplotlib drawing of the scene), ``solver`` (the contact QP's; default
     the scenario's, ``native``, with which each env step is one compiled call), ``contact`` (the
@@ -145,8 +153,11 @@ class QuadrupedEnv(gymnasium.Env):
     metadata = {"render_modes": ["rgb_array"], "render_fps": 100}
 
     def __init__(self, media=("sand", "pebbles"), scenario: str = "quad-trot", control_period: float = 0.01,
-                 episode_seconds: float = 10.0, action_scale: float = 0.5, forward_weight: float = 1.0,
-                 effort_weight: float = 0.05, fall_height: float = 0.6, fall_tilt: float = 0.7,
+                 episode_seconds: float = 10.0, action_scale: float = 0.5, task="walk",
+                 forward_weight: float | None = None, max_speed: float | None = None,
+                 healthy_reward: float | None = None, effort_weight: float | None = None,
+                 tilt_weight: float | None = None, fall_penalty: float | None = None,
+                 fall_height: float = 0.6, fall_tilt: float = 0.7,
                  reset_noise: float = 1.0, observe_medium: bool = False, render_mode: str | None = None,
                  solver: str | None = None, contact: str | None = None):
         if isinstance(media, str):
@@ -159,10 +170,11 @@ class QuadrupedEnv(gymnasium.Env):
                             ("fall_tilt", fall_tilt)):
             if not (np.isfinite(value) and value > 0):
                 raise GranularError(f"{name} must be a positive number, got {value!r}")
-        for name, value in (("forward_weight", forward_weight), ("effort_weight", effort_weight),
-                            ("reset_noise", reset_noise)):
-            if not (np.isfinite(value) and value >= 0):
-                raise GranularError(f"{name} must be a non-negative number, got {value!r}")
+        if not (np.isfinite(reset_noise) and reset_noise >= 0):
+            raise GranularError(f"reset_noise must be a non-negative number, got {reset_noise!r}")
+        self.task = rewards.task(task).with_(
+            forward_weight=forward_weight, max_speed=max_speed, healthy_reward=healthy_reward,
+            effort_weight=effort_weight, tilt_weight=tilt_weight, fall_penalty=fall_penalty)
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise GranularError(f"render_mode must be None or one of {self.metadata['render_modes']}, "
                                 f"got {render_mode!r}")
@@ -179,7 +191,7 @@ class QuadrupedEnv(gymnasium.Env):
                                 f"time steps ({dt:g} s)")
         self.control_period = self.substeps * dt
         self.max_steps = max(1, int(round(episode_seconds / self.control_period)))
-        self.action_scale, self.forward_weight, self.effort_weight = action_scale, forward_weight, effort_weight
+        self.action_scale = action_scale
         self.fall_height, self.fall_tilt, self.reset_noise = fall_height, fall_tilt, reset_noise
         self.observe_medium, self.render_mode = observe_medium, render_mode
         self.metadata = {**self.metadata, "render_fps": 1.0 / self.control_period}
@@ -223,6 +235,7 @@ class QuadrupedEnv(gymnasium.Env):
         self._controller = _TargetTracker(m.robot, m.nominal.copy(), m.limits)
         self.sim = Simulation(m.model, State(m.state.t, q, v), self._controller, make_solver(m.solver))
         self.elapsed = 0
+        self.x0 = q[0]
 
     def step(self, action):
         if self.sim is None:
@@ -345,8 +358,10 @@ def report(envs, forward, effort, fresh):
     q = np.array([env.sim.state.q for env in envs])
     v = np.array([env.sim.state.v for env in envs])
     height = q[:, 1] - _per_medium(envs, q, lambda m, q: m.model.terrain.height(q[:, 0]))
-    reward = first.forward_weight * forward - first.effort_weight * effort
-    terminated = ~fresh & ((height < first.fall_height) | (np.abs(q[:, 2]) > first.fall_tilt))
+    fell = (height < first.fall_height) | (np.abs(q[:, 2]) > first.fall_tilt)
+    terms = first.task.terms(forward, effort, q[:, 2], fell, ~fresh)
+    reward = sum(terms.values())
+    terminated = ~fresh & fell
     elapsed = np.array([env.elapsed for env in envs])
     truncated = ~fresh & ~terminated & (elapsed >= first.max_steps)
     depths = _foot_depths(envs, q)
@@ -355,9 +370,12 @@ def report(envs, forward, effort, fresh):
         parts.append(np.array([np.asarray(first.media) == env.medium for env in envs]))
     space = first.observation_space
     obs = np.minimum(np.maximum(np.concatenate(parts, axis=1).astype(np.float32), space.low), space.high)
-    info = {"medium": np.array([env.medium for env in envs], dtype=object), "x": q[:, 0], "pitch": q[:, 2],
-            "forward_velocity": forward, "effort": effort, "sim_time": np.array([env.sim.state.t for env in envs]),
-            "sim_steps": np.array([env.sim.steps for env in envs], dtype=np.int64)}
+    info = {"medium": np.array([env.medium for env in envs], dtype=object), "x": q[:, 0],
+            "distance": q[:, 0] - np.array([env.x0 for env in envs]), "height": height,
+            "pitch": q[:, 2], "fell": fell, "foot_depth": depths, "forward_velocity": forward, "effort": effort,
+            "sim_time": np.array([env.sim.state.t for env in envs]),
+            "sim_steps": np.array([env.sim.steps for env in envs], dtype=np.int64),
+            **{f"reward_{name}": value for name, value in terms.items()}}
     return obs, reward, terminated, truncated, info
 
 
@@ -388,5 +406,5 @@ def row(info: dict, k: int) -> dict:
 
 if ENV_ID not in gymnasium.registry:
     # make_vec(ENV_ID, num_envs=N, vectorization_mode="vector_entry_point") gives the batch on the cores
-    gymnasium.register(ENV_ID, entry_point=f"{__name__}:QuadrupedEnv",
+    gymnasium.register(ENV_ID, entry_point=f"{__name__}:QuadrupedEnv", max_episode_steps=1000,
                        vector_entry_point="granular.apps.vector:QuadrupedVectorEnv")

@@ -12,7 +12,10 @@ not contend for the cores.
 
 Autoreset follows Gymnasium 1.x's default (``AutoresetMode.NEXT_STEP``): the step after an episode
 ends resets that episode (without a seed: its own RNG continues) and returns its first observation
-with reward 0. ``reset(seed=s)`` seeds episode i with s + i. ``infos`` hold an array per key of
+with reward 0. With ``autoreset_mode=AutoresetMode.SAME_STEP`` (what Stable-Baselines3 expects:
+:mod:`granular.apps.sb3`) the step that ends an episode begins the next one: it returns the new
+episode's first observation, the ended one's last in ``infos["final_obs"]`` (rows masked by
+``infos["_final_obs"]``), and the rest of ``infos`` describes the step just taken. ``reset(seed=s)`` seeds episode i with s + i. ``infos`` hold an array per key of
 ``QuadrupedEnv.step``'s info (:func:`~granular.apps.gym.report`) with Gymnasium's ``_key`` masks.
 
 ``workers=0`` steps every episode in this process (no subprocesses): the baseline that
@@ -26,7 +29,7 @@ import os
 
 import numpy as np
 
-from granular.apps.gym import QuadrupedEnv, step_episodes
+from granular.apps.gym import QuadrupedEnv, report, step_episodes
 from granular.errors import GranularError
 
 from gymnasium.vector import AutoresetMode, VectorEnv
@@ -49,9 +52,10 @@ def _episodes(count: int, kwargs: dict, first: QuadrupedEnv | None = None) -> li
 class _Shard:
     """Some of the batch's episodes (in a worker or in this process)."""
 
-    def __init__(self, count: int, kwargs: dict, first: QuadrupedEnv | None = None):
+    def __init__(self, count: int, kwargs: dict, first: QuadrupedEnv | None = None, same_step: bool = False):
         self.envs = _episodes(count, kwargs, first)
         self.done = np.zeros(count, dtype=bool)
+        self.same_step = same_step
 
     def reset(self, seeds):
         self.done[:] = False
@@ -61,6 +65,15 @@ class _Shard:
     def step(self, actions):
         obs, rewards, terminated, truncated, infos = step_episodes(self.envs, actions, restart=self.done)
         self.done = terminated | truncated
+        if self.same_step:
+            infos["final_obs"], infos["_final_obs"] = obs.copy(), self.done
+            ended = np.flatnonzero(self.done)
+            for k in ended:
+                self.envs[k]._begin()
+            if len(ended):
+                fresh = [self.envs[k] for k in ended]
+                obs[ended] = report(fresh, np.zeros(len(ended)), np.zeros(len(ended)), np.ones(len(ended), bool))[0]
+            self.done = np.zeros_like(self.done)
         return obs, rewards, terminated, truncated, infos
 
 
@@ -69,22 +82,27 @@ def _columns(infos: list):
     a dict per episode), where every episode reports the same scalar keys (always, here); else the
     list itself, for Gymnasium's ``_add_info``."""
     keys = infos[0].keys() if infos else ()
-    if any(info.keys() != keys for info in infos) or any(isinstance(v, (dict, np.ndarray)) for v in infos[0].values()):
+    if any(info.keys() != keys for info in infos) or any(isinstance(v, dict) for v in infos[0].values()):
         return infos
     out = {}
     for key in keys:
         values = [info[key] for info in infos]
+        if isinstance(values[0], np.ndarray):
+            if any(not isinstance(v, np.ndarray) or v.shape != values[0].shape for v in values):
+                return infos
+            out[key] = np.stack(values)
+            continue
         kind = type(values[0])
         out[key] = np.array(values, dtype=kind if kind in (int, float, bool) or issubclass(kind, np.number) else object)
     return out
 
 
-def _serve(conn, count, kwargs):
+def _serve(conn, count, kwargs, same_step):
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(1):
         try:
-            shard = _Shard(count, kwargs)
+            shard = _Shard(count, kwargs, same_step=same_step)
             conn.send(("ready", None))
         except Exception as exc:  # reported to the parent, which raises it with the worker's message
             conn.send(("error", f"{type(exc).__name__}: {exc}"))
@@ -106,12 +124,15 @@ GUARD = ("A script that makes a QuadrupedVectorEnv with workers must do so under
 
 class QuadrupedVectorEnv(VectorEnv):
     """``num_envs`` quadruped episodes stepped together on ``workers`` processes (default: the
-    machine's cores; 0: in this process). Other keyword arguments are :class:`QuadrupedEnv`'s."""
+    machine's cores; 0: in this process). ``max_episode_steps`` (as ``gymnasium.make_vec`` passes
+    it) sets ``episode_seconds`` unless that is given. Other keyword arguments are :class:`QuadrupedEnv`'s."""
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
     _workers = ()
 
-    def __init__(self, num_envs: int = 16, workers: int | None = None, **env_kwargs):
+    def __init__(self, num_envs: int = 16, workers: int | None = None,
+                 autoreset_mode: AutoresetMode = AutoresetMode.NEXT_STEP, max_episode_steps: int | None = None,
+                 **env_kwargs):
         if getattr(multiprocessing.current_process(), "_inheriting", False):
             # a spawned worker is importing the user's script, which makes environments at its top level
             raise GranularError(f"QuadrupedVectorEnv made while a batch worker imports its parent's script. {GUARD}")
@@ -120,8 +141,15 @@ class QuadrupedVectorEnv(VectorEnv):
         workers = (os.cpu_count() or 1) if workers is None else workers
         if not (isinstance(workers, (int, np.integer)) and workers >= 0):
             raise GranularError(f"workers must be a whole number ≥ 0, got {workers!r}")
+        if autoreset_mode not in (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP):
+            raise GranularError(f"autoreset_mode must be AutoresetMode.NEXT_STEP or SAME_STEP, got {autoreset_mode!r}")
+        same_step = autoreset_mode == AutoresetMode.SAME_STEP
+        self.metadata = {**self.metadata, "autoreset_mode": autoreset_mode}
         if env_kwargs.get("render_mode") is not None:
             raise GranularError("the vector environment does not render; render a single QuadrupedEnv")
+        if max_episode_steps is not None and "episode_seconds" not in env_kwargs:
+            # make_vec passes the registration's limit; the episodes truncate themselves at that length
+            env_kwargs["episode_seconds"] = max_episode_steps * env_kwargs.get("control_period", 0.01)
         probe = QuadrupedEnv(**env_kwargs)  # checks the arguments here, with the user's traceback-free errors
         self.num_envs = int(num_envs)
         self.single_observation_space = probe.observation_space
@@ -134,12 +162,12 @@ class QuadrupedVectorEnv(VectorEnv):
         self._bounds = np.cumsum([0] + counts)
         self._local, self._workers = None, []
         if workers == 0:
-            self._local = _Shard(self.num_envs, env_kwargs, first=probe)
+            self._local = _Shard(self.num_envs, env_kwargs, first=probe, same_step=same_step)
         else:
             ctx = multiprocessing.get_context("spawn")
             for count in counts:
                 parent, child = ctx.Pipe()
-                process = ctx.Process(target=_serve, args=(child, count, env_kwargs), daemon=True)
+                process = ctx.Process(target=_serve, args=(child, count, env_kwargs, same_step), daemon=True)
                 process.start()
                 child.close()
                 self._workers.append((process, parent))
@@ -203,7 +231,8 @@ class QuadrupedVectorEnv(VectorEnv):
             infos = {}
             for key in parts[0]:
                 infos[key] = np.concatenate([part[key] for part in parts])
-                infos[f"_{key}"] = np.ones(self.num_envs, dtype=np.bool_)
+                if not key.startswith("_") and f"_{key}" not in parts[0]:
+                    infos[f"_{key}"] = np.ones(self.num_envs, dtype=np.bool_)
             return infos
         infos, k = {}, 0
         for part in parts:
