@@ -59,7 +59,9 @@ def main(argv=None):
             policy, normalize = load(args.evaluate)
         else:
             policy, normalize = train(args, PPO)
-        evaluate(args, policy, normalize, (args.evaluate or args.out) / "evaluation.csv")
+        folder = args.evaluate or args.out
+        evaluate(args, policy, normalize, folder / "evaluation.csv")
+        filmstrip(args, policy, normalize, folder / "gait.png")
     except GranularError as exc:
         raise SystemExit(f"train_ppo: {exc}")
 
@@ -213,6 +215,51 @@ def evaluate(args, policy, normalize, path: Path):
     print(f"{'policy':12s} {'distance (m)':>16s} {'falls':>7s} {'return':>9s}   ({n} episodes of {args.eval_seconds:g} s on sand)")
     for name, count, mean, std, falls, ret in rows:
         print(f"{name:12s} {mean:+8.2f} ± {std:5.2f} {falls:4d}/{count:<2d} {ret:9.1f}")
+    logging.info("wrote %s", path)
+
+
+def filmstrip(args, policy, normalize, path: Path, frames: int = 6):
+    """The trained policy's first evaluation episode on sand as ``frames`` snapshots, evenly spaced
+    over ``--eval-seconds``, above the torso's height and each foot's depth against time."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from granular.apps.gym import QuadrupedEnv
+
+    env = QuadrupedEnv(media=["sand"], contact=args.contact, episode_seconds=args.eval_seconds, render_mode="rgb_array")
+    obs, info = env.reset(seed=10_000)
+    at = set(np.linspace(0, env.max_steps, frames).round().astype(int).tolist())
+    images, t, height, depth = [], [], [], []
+    for k in range(env.max_steps + 1):
+        if k in at:
+            images.append((env.sim.state.t, env.render()))
+        if k == env.max_steps:
+            break
+        obs, _, terminated, truncated, info = env.step(policy(normalize(obs[None]))[0])
+        t.append(info["sim_time"]), height.append(info["height"]), depth.append(info["foot_depth"])
+        if terminated or truncated:
+            images.append((env.sim.state.t, env.render()))
+            break
+    env.close()
+    fig = plt.figure(figsize=(2.2 * len(images), 4.6), constrained_layout=True)
+    grid = fig.add_gridspec(2, len(images), height_ratios=[1.3, 1])
+    for i, (when, image) in enumerate(images):
+        ax = fig.add_subplot(grid[0, i])
+        ax.imshow(image)
+        ax.set_axis_off()
+        ax.set_title(f"t = {when:.1f} s", fontsize=9)
+    ax = fig.add_subplot(grid[1, :])
+    ax.plot(t, height, label="torso height above the sand (m)")
+    for j, d in enumerate(np.array(depth).T):
+        ax.plot(t, d, lw=0.7, label=f"foot {j + 1} depth (m)")
+    ax.set_xlabel("time (s)")
+    ax.legend(fontsize=7, ncol=5, loc="center right")
+    ax.grid(alpha=0.3)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=100)
+    plt.close(fig)
     logging.info("wrote %s", path)
 
 

@@ -67,6 +67,7 @@ from granular.contact.compliant import LAWS as COMPLIANT_LAWS
 from granular.contact.flow import DEFAULT_LAW
 from granular.errors import GranularError
 from granular.learning.linear import KERNELS
+from granular.data.sampling import SIZES_3D
 from granular.apps import inspection, reports  # noqa: E402
 from granular.apps.outputs import check_outputs, emit, say, wrote  # noqa: E402
 
@@ -109,8 +110,9 @@ def _floats(low=-1e12, high=1e12):
 
 def _directions(text: str) -> int:
     m = _number(10, 10**5, kind=int)(text)
-    if (m - 2) % 8:
-        raise argparse.ArgumentTypeError(f"{m} directions: the direction grid has m = 2 + 8k (10, 18, 26, 58, …)")
+    if (m - 2) % 8 and m not in SIZES_3D:
+        raise argparse.ArgumentTypeError(f"{m} directions: the direction grid has m = 2 + 8k (10, 18, 26, 58, …); "
+                                         f"in 3D one of {', '.join(map(str, SIZES_3D))}")
     return m
 
 
@@ -138,7 +140,7 @@ def cmd_synth(args):
                             "medium: sand, pebbles)")
     name = args.soil if args.source == "terramechanics" or args.soil else args.medium
     if name is None:
-        raise GranularError("--source rft or coulomb needs --medium; --source terramechanics needs --soil")
+        raise GranularError("--source rft, rft3d or coulomb needs --medium; --source terramechanics needs --soil")
     if args.friction is not None and args.source != "coulomb":
         raise GranularError("--friction is the rigid floor's (--source coulomb)")
     check_outputs(args)
@@ -146,6 +148,10 @@ def cmd_synth(args):
         foot = Foot(args.wheel_radius, args.wheel_width, args.wheel_radius)
     else:
         foot = Foot(args.foot_radius, args.foot_length, args.foot_r_offset)
+    if args.directions is not None and (args.source == "rft3d") != (args.directions in SIZES_3D):
+        raise GranularError(f"--directions {args.directions}: " + (
+            f"3D data take one of {', '.join(map(str, SIZES_3D))}" if args.source == "rft3d" else
+            "planar data take m = 2 + 8k (26, 58, …)"))
     ds = synthesize(args.source, name, args.depths, args.tilts, args.directions, foot, progress=True,
                     friction=args.friction)
     wd.write(ds, args.out)
@@ -233,6 +239,10 @@ def cmd_train(args):
     check_suffix(job.out, "hdf5", "model output")
     if job.figures:
         check_output(job.figures, inputs + [job.out], directory=True, what="--figures")
+        from granular.data import dataset as wd
+
+        if wd.read(job.dataset, kind=None).dim == 6:
+            raise GranularError("--figures: the training figures are planar; a 3D model has none yet")
     if job.cv == 1:
         raise GranularError("--cv needs K ≥ 2 folds (or 0 for none)")
     if args.cv_repeats is not None and not job.cv:
@@ -440,15 +450,17 @@ def build_parser():
 
     s = sub.add_parser("synth", help="generate a synthetic wrench dataset (RFT, terramechanics, a rigid floor, "
                                      "a wheel)")
-    s.add_argument("--source", choices=["rft", "terramechanics", "coulomb", "wheel"], default="rft",
-                   help="coulomb: a rigid floor with Coulomb friction (data/coulomb.py); wheel: a rigid wheel "
-                        "on a --soil (Wong–Reece, data/wheel.py) or an RFT --medium")
+    s.add_argument("--source", choices=["rft", "rft3d", "terramechanics", "coulomb", "wheel"], default="rft",
+                   help="rft3d: 3D-RFT, a 3D (6-axis) dataset (data/rft3d.py); coulomb: a rigid floor with Coulomb "
+                        "friction (data/coulomb.py); wheel: a rigid wheel on a --soil (Wong–Reece, data/wheel.py) "
+                        "or an RFT --medium")
     s.add_argument("--medium", help="RFT medium preset: sand, pebbles; for coulomb, the name to give the floor")
     s.add_argument("--soil", help="terramechanics soil (Ding et al. Table 6), e.g. dry-sand, lete-sand")
     s.add_argument("--out", required=True, help="output dataset (.h5)")
     s.add_argument("--depths", type=_floats(-10.0, 0.0), help="comma-separated depths d ≤ 0 (m); default: Table I")
     s.add_argument("--tilts", type=_floats(-1.5708, 1.5708), help="comma-separated tilts φ (rad); default: Table I")
-    s.add_argument("--directions", type=_directions, default=26, help="m velocity directions, 2 + 8k (26, 58, …)")
+    s.add_argument("--directions", type=_directions, help="m velocity directions: 2 + 8k (default 26, 58, …); "
+                                                           "3D: 12, 72 (default) or 232")
     s.add_argument("--foot-radius", type=_number(0, 10, low_open=True), default=0.05, help="m")
     s.add_argument("--foot-length", type=_number(0, 10, low_open=True), default=0.30, help="m")
     s.add_argument("--foot-r-offset", type=_number(-10, 10), default=0.25, help="p_r's distance above p_center (m)")

@@ -41,7 +41,7 @@ def cmd_inspect(args):
         inputs += [sidecar_path(path)] + ([args.mapping] if args.mapping else [])
     check_outputs(args, inputs, files=("plot",), folders=())
     if kind == "model":
-        return _inspect_model(args, wm.load(path))
+        return _inspect_model(args, load_model(path))
     if args.theta is not None:
         raise GranularError(f"--theta needs a model file (or a medium's name); {path} is a {kind.replace('-', ' ')}")
     if kind == "raw-run":
@@ -50,7 +50,27 @@ def cmd_inspect(args):
         return _inspect_sim_run(args, path)
     from granular.data import dataset as wd
 
-    return _inspect_dataset(args, wd.read(path))
+    return _inspect_dataset(args, wd.read(path, kind=None))
+
+
+def load_model(path):
+    """A model file of either wrench space: planar (:mod:`granular.learning.model`) or 3D
+    (:mod:`granular.learning.model3d`), told by its ``wrench_space`` attribute."""
+    import h5py
+
+    from granular.learning import model as wm, model3d as wm3
+
+    try:
+        with h5py.File(path, "r") as f:
+            spatial = f.attrs.get("wrench_space", "planar") == "3d"
+    except OSError:
+        spatial = False  # the planar loader says what is wrong with the file
+    return wm3.load(path) if spatial else wm.load(path)
+
+
+def _planar_plot(args, what):
+    if args.plot:
+        raise GranularError(f"--plot: the figures are planar; {what} is 3D (6-axis) and has none yet")
 
 
 def _inspect_sim_run(args, path):
@@ -110,10 +130,13 @@ def _inspect_trajectory(args, path, mapping):
 
 
 def _dataset_summary(ds):
-    from granular.learning.training import concavity_table, flow_mismatch_table
+    if ds.dim == 6:
+        from granular.learning.training3d import concavity_table, flow_mismatch_table
+    else:
+        from granular.learning.training import concavity_table, flow_mismatch_table
 
     w = np.where(ds.valid[..., None], ds.wrenches, 0.0)
-    return {"kind": "dataset", "medium": ds.medium, "source": ds.source, "n_configs": ds.n, "m_directions": ds.m,
+    return {"kind": "dataset", "wrench_space": ds.kind, "medium": ds.medium, "source": ds.source, "n_configs": ds.n, "m_directions": ds.m,
             "depths_m": sorted(set(ds.configs[:, 0].tolist())), "tilts_rad": sorted(set(ds.configs[:, 1].tolist())),
             "valid_samples": int(ds.valid.sum()), "max_abs_wrench": np.abs(w).max(axis=(0, 1)).tolist(),
             "velocity_scale": ds.velocity_scale.tolist(), "foot": ds.foot.attrs(), "created": ds.created,
@@ -125,6 +148,8 @@ def _dataset_summary(ds):
 def _inspect_dataset(args, ds):
     from granular.apps import plots
 
+    if ds.dim == 6:
+        _planar_plot(args, "this dataset")
     summary = _dataset_summary(ds)
     if args.plot:
         below = np.flatnonzero(ds.configs[:, 0] < 0)
@@ -140,8 +165,11 @@ def _inspect_dataset(args, ds):
 def _inspect_model(args, model):
     from granular.apps import plots
 
+    spatial = model.dataset.dim == 6
+    if spatial:
+        _planar_plot(args, "this model")
     if args.theta is None:
-        summary = {"kind": "model", "regressor": model.regressor, "target": model.target,
+        summary = {"kind": "model", "wrench_space": model.dataset.kind, "regressor": model.regressor, "target": model.target,
                    "medium": model.dataset.medium,
                    "source": model.dataset.source, "d_range_m": [model.d_min, 0.0],
                    "phi_range_rad": [-model.phi_max, model.phi_max], "m_directions": model.m, **model.info}

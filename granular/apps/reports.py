@@ -84,7 +84,11 @@ def _noise(r):
 
 
 def train(r: dict, folds: int):
-    if "cv" in r:
+    if "cv" in r and r.get("wrench_space") == "3d":
+        for name, v in r["cv"].items():
+            say(f"{folds}-fold cross-validation over configurations ({name}): extreme wrenches' RMSE "
+                f"{v['rel_rmse']:.4f} of the data's scale, worst configuration {v['worst']:.4f}")
+    elif "cv" in r:
         _cv(r, folds)
     if "cv_noise_floor" in r:
         _noise(r)
@@ -109,10 +113,16 @@ def train(r: dict, folds: int):
 def halfspaces(o: dict, label: str):
     """W(θ) of a model at one θ (inspect --theta)."""
     A, b, points = np.array(o["A"]), np.array(o["b"]), np.array(o["points"])
-    say(f"W(θ) at {label}: {len(b)} facets, A w ≤ b (rows: n_x, n_z, n_τ | b)")
-    for row, off in zip(A, b):
-        say(f"  [{row[0]:+.4f} {row[1]:+.4f} {row[2]:+.4f}] · w ≤ {off:.4f}")
-    say(f"extreme wrenches (f_x, f_z, τ): max |.| = {np.abs(points).max(axis=0).round(3).tolist()}")
+    planar = A.shape[1] == 3
+    names = "n_x, n_z, n_τ" if planar else "n_fx, n_fy, n_fz, n_τx, n_τy, n_τz"
+    say(f"W(θ) at {label}: {len(b)} facets, A w ≤ b (rows: {names} | b)")
+    shown = len(b) if planar else 12  # a 6-D hull has hundreds of facets
+    for row, off in list(zip(A, b))[:shown]:
+        say(f"  [{' '.join(f'{x:+.4f}' for x in row)}] · w ≤ {off:.4f}")
+    if len(b) > shown:
+        say(f"  … {len(b) - shown} more (--json has them all)")
+    components = "f_x, f_z, τ" if planar else "f_x, f_y, f_z, τ_x, τ_y, τ_z"
+    say(f"extreme wrenches ({components}): max |.| = {np.abs(points).max(axis=0).round(3).tolist()}")
     _wrote_all(o)
 
 

@@ -20,11 +20,20 @@ from granular.io.h5io import array, atomic_h5, attr, read_h5
 
 FORMAT = "granular-wrench-dataset"
 VERSION = 1
-SOURCES = ("rft", "terramechanics", "coulomb", "wheel", "dem", "ft-rig")
+SOURCES = ("rft", "rft3d", "terramechanics", "coulomb", "wheel", "dem", "ft-rig")
+#: The wrench spaces a dataset can sample, by the file's ``wrench_space`` attribute (absent: planar,
+#: as every file before 3D was): planar (f_x, f_z, τ) or 3D (f_x, f_y, f_z, τ_x, τ_y, τ_z) in the
+#: foot's tilt frame (:mod:`granular.frames3d`), and the dimension of each.
+KINDS = {"planar": 3, "3d": 6}
 UNITS = {
     "units_configs": "m, rad",
     "units_velocity_scale": "m/s, m/s, rad/s",
     "units_wrenches": "N, N, N*m",
+}
+UNITS_3D = {
+    "units_configs": "m, rad",
+    "units_velocity_scale": "m/s, m/s, m/s, rad/s, rad/s, rad/s",
+    "units_wrenches": "N, N, N, N*m, N*m, N*m",
 }
 
 
@@ -32,10 +41,11 @@ UNITS = {
 class WrenchDataset:
     """n configurations × m velocity directions of measured resistance wrenches.
 
-    configs (n, 2): [d, φ] (m, rad). directions (m, 3): unit twists in F_c
-    before scaling; velocity_scale (3,): per-axis scale (m/s, m/s, rad/s).
-    wrenches (n, m, 3): (f_x, f_z, τ) in F_r (N, N, N·m). valid (n, m): mask of
-    usable samples (masked wrenches may hold NaN).
+    configs (n, 2): [d, φ] (m, rad). directions (m, D): unit twists in F_c
+    before scaling; velocity_scale (D,): per-axis scale (m/s, m/s, rad/s).
+    wrenches (n, m, D): (f_x, f_z, τ) in F_r (N, N, N·m). valid (n, m): mask of
+    usable samples (masked wrenches may hold NaN). D is 3 for a planar dataset and 6 for a 3D
+    one (:data:`KINDS`; twists and wrenches in the tilt frame of :mod:`granular.frames3d`).
     """
 
     configs: np.ndarray
@@ -64,6 +74,16 @@ class WrenchDataset:
     def m(self) -> int:
         return len(self.directions)
 
+    @property
+    def dim(self) -> int:
+        """Components of a wrench: 3 (planar) or 6 (3D)."""
+        return self.directions.shape[1]
+
+    @property
+    def kind(self) -> str:
+        """'planar' or '3d' (:data:`KINDS`)."""
+        return "3d" if self.dim == 6 else "planar"
+
     def subset(self, rows) -> "WrenchDataset":
         """The dataset restricted to the configurations ``rows`` (per-configuration provenance too)."""
         prov = {k: v[rows] if _per_config(self, k) else v for k, v in self.provenance.items()}
@@ -78,14 +98,15 @@ def validate(ds: WrenchDataset, where="dataset") -> WrenchDataset:
     def fail(msg):
         raise GranularError(f"{where}: {msg}")
 
+    D = ds.directions.shape[1] if ds.directions.ndim == 2 else 0
     if ds.configs.shape != (n, 2) or n == 0:
         fail(f"configs must have shape (n, 2) with n ≥ 1, got {ds.configs.shape}")
-    if ds.directions.shape != (m, 3) or m == 0:
-        fail(f"directions must have shape (m, 3) with m ≥ 1, got {ds.directions.shape}")
-    if ds.velocity_scale.shape != (3,):
-        fail(f"velocity_scale must have shape (3,), got {ds.velocity_scale.shape}")
-    if ds.wrenches.shape != (n, m, 3):
-        fail(f"wrenches must have shape (n, m, 3) = ({n}, {m}, 3), got {ds.wrenches.shape}")
+    if D not in KINDS.values() or m == 0:
+        fail(f"directions must have shape (m, 3) (planar) or (m, 6) (3D) with m ≥ 1, got {ds.directions.shape}")
+    if ds.velocity_scale.shape != (D,):
+        fail(f"velocity_scale must have shape ({D},), got {ds.velocity_scale.shape}")
+    if ds.wrenches.shape != (n, m, D):
+        fail(f"wrenches must have shape (n, m, {D}) = ({n}, {m}, {D}), got {ds.wrenches.shape}")
     if ds.valid.shape != (n, m):
         fail(f"valid must have shape (n, m) = ({n}, {m}), got {ds.valid.shape}")
     for name in ("configs", "directions", "velocity_scale"):
@@ -283,10 +304,10 @@ def _average(wrenches, valid, group, order, counts=None, spreads=None):
     standard deviation ``spreads``) weighs as that many, and the deviation pools each row's own with
     the rows' scatter about the mean, so that merging averaged data with a new realisation equals
     averaging every realisation at once."""
-    n, m = len(order), wrenches.shape[1]
+    n, m, D = len(order), wrenches.shape[1], wrenches.shape[2]
     weights = np.where(valid, 1.0 if counts is None else np.nan_to_num(counts), 0.0)
     spreads = np.zeros(wrenches.shape) if spreads is None else np.nan_to_num(spreads)
-    out, spread, count = np.full((n, m, 3), np.nan), np.full((n, m, 3), np.nan), np.zeros((n, m))
+    out, spread, count = np.full((n, m, D), np.nan), np.full((n, m, D), np.nan), np.zeros((n, m))
     for j, g in enumerate(order):
         rows = group == g
         w, k, sd = wrenches[rows], weights[rows], spreads[rows]
@@ -320,7 +341,8 @@ def _pool(values, valid, group, order):
 def write_group(g, ds: WrenchDataset):
     """Write ``ds`` into an open HDF5 group (a file's root, or a model's embedded copy)."""
     g.attrs.update({"format": FORMAT, "version": VERSION, "medium": ds.medium, "source": ds.source,
-                    "created": ds.created, "creator": ds.creator, **UNITS, **ds.foot.attrs()})
+                    "created": ds.created, "creator": ds.creator, "wrench_space": ds.kind,
+                    **(UNITS_3D if ds.dim == 6 else UNITS), **ds.foot.attrs()})
     for name in ("configs", "directions", "velocity_scale", "wrenches"):
         g.create_dataset(name, data=np.asarray(getattr(ds, name), dtype=np.float64))
     g.create_dataset("valid", data=np.asarray(ds.valid, dtype=bool))
@@ -332,13 +354,31 @@ def write_group(g, ds: WrenchDataset):
             prov.attrs[key] = value
 
 
-def _read_group(g, where) -> WrenchDataset:
-    for key, expected in UNITS.items():
-        found = attr(g, key, where)
-        if found != expected:
-            raise GranularError(f"{where}: attribute {key} is {found!r}; this format stores {expected!r}")
+def file_kind(g, where) -> str:
+    """The wrench space an open dataset group samples: 'planar' (also when the file predates 3D) or '3d'."""
+    kind = str(attr(g, "wrench_space", where)) if "wrench_space" in g.attrs else "planar"
+    if kind not in KINDS:
+        raise GranularError(f"{where}: attribute wrench_space is {kind!r}; expected one of {', '.join(KINDS)}")
+    return kind
+
+
+def check_kind(found: str, expected, where):
+    """A clear error when a dataset of one wrench space is given where the other is expected."""
+    if expected is not None and found != expected:
+        names = {"planar": "planar (f_x, f_z, τ)", "3d": "3D (6-axis)"}
+        raise GranularError(f"{where}: a {names[found]} dataset, where a {names[expected]} one is expected")
+
+
+def _read_group(g, where, kind="planar") -> WrenchDataset:
+    found = file_kind(g, where)
+    check_kind(found, kind, where)
+    D = KINDS[found]
+    for key, expected in (UNITS_3D if D == 6 else UNITS).items():
+        found_units = attr(g, key, where)
+        if found_units != expected:
+            raise GranularError(f"{where}: attribute {key} is {found_units!r}; this format stores {expected!r}")
     configs = array(g, "configs", where, shape=(None, 2))
-    directions = array(g, "directions", where, shape=(None, 3))
+    directions = array(g, "directions", where, shape=(None, D))
     n, m = len(configs), len(directions)
     try:
         foot = Foot.from_attrs(g.attrs)
@@ -353,8 +393,8 @@ def _read_group(g, where) -> WrenchDataset:
         provenance.update({k: prov[k][()] for k in prov})
     ds = WrenchDataset(
         configs=configs, directions=directions,
-        velocity_scale=array(g, "velocity_scale", where, shape=(3,)),
-        wrenches=array(g, "wrenches", where, shape=(n, m, 3)),
+        velocity_scale=array(g, "velocity_scale", where, shape=(D,)),
+        wrenches=array(g, "wrenches", where, shape=(n, m, D)),
         valid=array(g, "valid", where, shape=(n, m), dtype=bool, required=False),
         medium=str(attr(g, "medium", where)), source=str(attr(g, "source", where)), foot=foot,
         created=str(g.attrs.get("created", "")), creator=str(g.attrs.get("creator", "")),
@@ -370,13 +410,13 @@ def write(ds: WrenchDataset, path) -> Path:
     return Path(path)
 
 
-def read(path) -> WrenchDataset:
-    """Read and validate a dataset file."""
+def read(path, kind: str | None = "planar") -> WrenchDataset:
+    """Read and validate a dataset file of the wrench space ``kind`` ('planar', '3d', or None: either)."""
     with read_h5(path, FORMAT, {VERSION}) as f:
-        return _read_group(f, path)
+        return _read_group(f, path, kind)
 
 
-def read_group(g, where) -> WrenchDataset:
+def read_group(g, where, kind: str | None = "planar") -> WrenchDataset:
     if attr(g, "format", where) != FORMAT or attr(g, "version", where) != VERSION:
         raise GranularError(f"{where}: embedded dataset has an unknown format or version")
-    return _read_group(g, where)
+    return _read_group(g, where, kind)

@@ -35,18 +35,45 @@ def direction_set(m) -> np.ndarray:
     return sphere_directions(m) if np.ndim(m) == 0 else np.asarray(m, dtype=float)
 
 
-def mirror_permutation(directions: np.ndarray, atol: float = 1e-6) -> np.ndarray:
-    """Index ``p`` with directions[p[i]] the mirror image (−x, z, −φ) of directions[i].
+#: The 3D direction sets on the unit sphere of ℝ⁶, by size: the axes ±e_i (12); and the edge
+#: midpoints (±e_i ± e_j)/√2 (72); and the face centres (±e_i ± e_j ± e_k)/√3 (232). Each is closed
+#: under every sign flip, so under both mirrors of :mod:`granular.frames3d`.
+SIZES_3D = (12, 72, 232)
+
+
+def sphere_directions_3d(m: int = 72) -> np.ndarray:
+    """(m, 6) unit twist directions (v_x, v_y, v_z, ω_x, ω_y, ω_z) for a 3D acquisition (:data:`SIZES_3D`)."""
+    if m not in SIZES_3D:
+        raise GranularError(f"number of 3D directions must be one of {', '.join(map(str, SIZES_3D))}, got {m}")
+    from itertools import combinations, product
+
+    out = []
+    for k in range(1, SIZES_3D.index(m) + 2):
+        for axes in combinations(range(6), k):
+            for signs in product((1.0, -1.0), repeat=k):
+                u = np.zeros(6)
+                u[list(axes)] = signs
+                out.append(u / np.sqrt(k))
+    return np.array(out)
+
+
+def mirror_permutation(directions: np.ndarray, atol: float = 1e-6, mirror=None) -> np.ndarray:
+    """Index ``p`` with directions[p[i]] the mirror image of directions[i]: by ``mirror`` (a diagonal),
+    by default x → −x, planar (−x, z, −φ) or 3D (:data:`granular.frames3d.MIRROR_X`) by the set's width.
 
     Raises if the direction set is not closed under the mirror map, which the
     symmetry of the learned model needs.
     """
-    mirrored = directions * MIRROR
+    if mirror is None:
+        from granular.frames3d import MIRROR_X
+
+        mirror = MIRROR_X if directions.shape[1] == 6 else MIRROR
+    mirrored = directions * mirror
     dist = np.linalg.norm(mirrored[:, None, :] - directions[None, :, :], axis=-1)
     perm = np.argmin(dist, axis=1)
     if np.any(dist[np.arange(len(perm)), perm] > atol):
-        raise GranularError("velocity directions are not mirror-symmetric in (x, φ); "
-                            "the wrench-space model needs every direction's mirror image (−x, z, −φ)")
+        raise GranularError(f"velocity directions are not closed under the mirror map {mirror.tolist()}; "
+                            "the wrench-space model needs every direction's mirror image")
     return perm
 
 

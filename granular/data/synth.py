@@ -18,16 +18,20 @@ from granular.errors import GranularError
 from granular.foot import Foot
 from granular.frames import MIRROR
 from granular.data.media import SOIL_GRID, Medium, medium
-from granular.data.sampling import config_grid, sphere_directions
+from granular.data.sampling import config_grid, sphere_directions, sphere_directions_3d
 
 
-def synthesize(source: str, name: str, depths=None, tilts=None, m: int = 26,
+def synthesize(source: str, name: str, depths=None, tilts=None, m: int | None = None,
                foot: Foot = Foot(), progress: bool = False, friction: float | None = None) -> WrenchDataset:
-    """A dataset for ``source`` ('rft' with a medium name, 'terramechanics' with a soil name,
+    """A dataset for ``source`` ('rft' with a medium name, 'rft3d' with a medium name: a 3D (6-axis)
+    dataset from 3D-RFT over the cylinder, 'terramechanics' with a soil name,
     'coulomb' with a name for the rigid floor it describes, 'wheel' with a soil name (Wong–Reece) or
     an RFT medium's (RFT over the rim): a rigid wheel whose radius and width are ``foot``'s radius
-    and length). ``friction``: the rigid floor's Coulomb μ (default :data:`coulomb.FRICTION`)."""
-    directions = sphere_directions(m)
+    and length). ``friction``: the rigid floor's Coulomb μ (default :data:`coulomb.FRICTION`). ``m``:
+    the number of directions (default 26 in the plane, 72 in 3D)."""
+    if source == "rft3d":
+        return _synthesize_3d(name, depths, tilts, 72 if m is None else m, foot, progress)
+    directions = sphere_directions(26 if m is None else m)
     if source == "rft":
         preset = medium(name)
 
@@ -78,8 +82,8 @@ def synthesize(source: str, name: str, depths=None, tilts=None, m: int = 26,
         provenance.update(body="wheel", wheel_radius_m=rim.radius, wheel_width_m=rim.width)
         preset = Medium(name, 0.0, wheel.DEPTHS, (0.0,), tuple(wheel.velocity_scale(rim)))
     else:
-        raise GranularError(f"unknown synthetic source {source!r}; choose 'rft', 'terramechanics', 'coulomb' "
-                            "or 'wheel'")
+        raise GranularError(f"unknown synthetic source {source!r}; choose 'rft', 'rft3d', 'terramechanics', "
+                            "'coulomb' or 'wheel'")
 
     configs = config_grid(preset.depths if depths is None else depths, preset.tilts if tilts is None else tilts)
     scale = np.asarray(preset.velocity_scale, dtype=float)
@@ -91,3 +95,33 @@ def synthesize(source: str, name: str, depths=None, tilts=None, m: int = 26,
         wrenches[j] = model((d, abs(phi)), directions * sign * scale) * sign
     return WrenchDataset(configs=configs, directions=directions, velocity_scale=scale, wrenches=wrenches,
                          medium=name, source=source, foot=foot, provenance=provenance)
+
+
+def velocity_scale_3d(planar) -> np.ndarray:
+    """A medium's 3D velocity scale from its planar one (v_x, v_z, ω): v_x for both horizontal
+    velocities, ω for all three rates, so that the planar slice keeps the planar scale."""
+    vx, vz, w = (float(x) for x in planar)
+    return np.array([vx, vx, vz, w, w, w])
+
+
+def _synthesize_3d(name, depths, tilts, m, foot, progress) -> WrenchDataset:
+    """3D-RFT (:mod:`granular.data.rft3d`, Treers et al. 2021) sampled on a medium's grid along the 3D direction set;
+    φ < 0 from the mirror image x → −x, as in the plane."""
+    from granular.data import rft3d
+    from granular.frames3d import MIRROR_X
+
+    preset = medium(name)
+    directions = sphere_directions_3d(m)
+    scale = velocity_scale_3d(preset.velocity_scale)
+    configs = config_grid(preset.depths if depths is None else depths, preset.tilts if tilts is None else tilts)
+    wrenches = np.zeros((len(configs), m, 6))
+    for j, (d, phi) in enumerate(tqdm(configs, desc=f"synth rft3d:{name}", disable=None if progress else True)):
+        if d >= 0:
+            continue
+        sign = MIRROR_X if phi < 0 else np.ones(6)
+        wrenches[j] = rft3d.foot_wrench(foot, (d, abs(phi)), directions * sign * scale, preset.zeta,
+                                        preset.coeffs) * sign
+    provenance = {"model": "3D resistive force theory, Treers et al. 2021 over Li et al. 2013 generic coefficients "
+                           "(granular/data/rft3d.py)", "zeta": preset.zeta, "drag": preset.drag}
+    return WrenchDataset(configs=configs, directions=directions, velocity_scale=scale, wrenches=wrenches,
+                         medium=name, source="rft3d", foot=foot, provenance=provenance)

@@ -375,6 +375,8 @@ def _groups(f, top, path) -> dict:
 
 def load(path) -> WrenchSpaceModel:
     with read_h5(path, FORMAT, {1, 2, VERSION}) as f:
+        if f.attrs.get("wrench_space", "planar") != "planar":
+            raise GranularError(f"{path}: a 3D (6-axis) model, where a planar one is expected")
         regressor = attr(f, "regressor", path)
         if not isinstance(regressor, str) or regressor not in REGRESSOR_NAMES:
             raise GranularError(f"{path}: unknown regressor {regressor!r}")

@@ -381,7 +381,12 @@ def run_job(job: Job, progress: bool = False):
     RBF on ``job.cv_repeats`` draws; the noise floor and budget where the data have a spread), fit,
     measure concavity and the fixed-normal error, save the model.
     Returns (result dict for --json, the model, the full concavity table)."""
-    ds = wd.read(job.dataset)
+    ds = wd.read(job.dataset, kind=None)
+    if ds.dim == 6:
+        from granular.learning import training3d
+
+        result, model = training3d.run_job(job, ds)
+        return result, model, None
     log.info("training %s (target %s) on %s (%s, %s: %d × %d)", job.regressor, job.target, job.dataset, ds.medium,
              ds.source, ds.n, ds.m)
     result = {"model": str(job.out), "dataset": str(job.dataset), "regressor": job.regressor, "medium": ds.medium,

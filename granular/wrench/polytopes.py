@@ -8,6 +8,9 @@ Two representations of W(θ) from the m predicted extreme wrenches:
   sphere; the offsets b(θ) are the support function of the points, so the
   polytope is an outer approximation of the hull whose A never changes.
 
+The exact hull, the support function and concavity work in any dimension: planar wrenches (3)
+and 3D ones (6, :mod:`granular.learning.model3d`); the fitted normals are planar.
+
 Force and torque have different units, so geometry is done in a scaled space
 w / s with s = (force scale, force scale, torque scale) and brought back to
 wrench units with unit-norm rows of A.
@@ -19,7 +22,11 @@ import numpy as np
 from granular.frames import MIRROR
 
 ZERO_A = np.vstack([np.eye(3), -np.eye(3)])
-_ORIGIN = np.zeros((1, 3))
+
+
+def _box(dim: int) -> np.ndarray:
+    """±e_i (2 dim, dim): the normals of W = {0} and the tiny cross-polytope that pads a flat set."""
+    return ZERO_A if dim == 3 else np.vstack([np.eye(dim), -np.eye(dim)])
 #: Relative size of the padding that makes a flat point set a thin, bounded solid.
 PAD = 1e-6
 #: A hull whose volume is below this share of its extent³ is flat but for rounding (a legitimately thin
@@ -36,15 +43,16 @@ def hull_halfspaces(points, scale, include_origin: bool = True):
     (b ≥ 0 whenever the origin is included).
     """
     pts = np.asarray(points, dtype=float) / scale
+    dim = pts.shape[1]
     if include_origin:
-        pts = np.concatenate([pts, _ORIGIN])
+        pts = np.concatenate([pts, np.zeros((1, dim))])
     if np.abs(pts).max() <= PAD:
-        return ZERO_A.copy(), np.zeros(6)
+        return _box(dim).copy(), np.zeros(2 * dim)
     eq = _merge_coplanar(_equations(pts))
-    A = eq[:, :3] / scale
+    A = eq[:, :dim] / scale
     norms = np.sqrt(np.einsum("ij,ij->i", A, A))
     A /= norms[:, None]
-    b = -eq[:, 3] / norms
+    b = -eq[:, dim] / norms
     if include_origin:
         np.maximum(b, 0.0, out=b)
     return A, b
@@ -58,17 +66,17 @@ def _equations(pts):
 
     try:
         hull = ConvexHull(pts)
-        if hull.volume > FLAT * np.ptp(pts, axis=0).max() ** 3:
+        if hull.volume > FLAT * np.ptp(pts, axis=0).max() ** pts.shape[1]:
             return hull.equations
     except QhullError:
         pass
-    pad = pts.mean(axis=0) + PAD * ZERO_A
+    pad = pts.mean(axis=0) + PAD * _box(pts.shape[1])
     return ConvexHull(np.concatenate([pts, pad]), qhull_options="QJ").equations
 
 
 def _merge_coplanar(eq, tol: float = 1e-9):
     """Drop facets (triangles of one flat face) that repeat an earlier facet's plane."""
-    same = (eq[:, :3] @ eq[:, :3].T > 1 - tol) & (np.abs(eq[:, 3:4] - eq[:, 3:4].T) < tol)
+    same = (eq[:, :-1] @ eq[:, :-1].T > 1 - tol) & (np.abs(eq[:, -1:] - eq[:, -1:].T) < tol)
     first = np.argmax(same, axis=1)
     return eq[first == np.arange(len(eq))]
 
@@ -161,7 +169,7 @@ def concavity(points, min_norm: float = 1.0) -> float:
     keep = norms >= min_norm
     if not keep.any():
         return 0.0
-    A, b = hull_halfspaces(points, np.ones(3), include_origin=False)
+    A, b = hull_halfspaces(points, np.ones(points.shape[1]), include_origin=False)
     depth = (b[None, :] - points[keep] @ A.T).min(axis=1)
     return float(max(0.0, (depth / norms[keep]).max()))
 
@@ -173,11 +181,12 @@ def vertices(A, b):
     from scipy.optimize import linprog
 
     norms = np.linalg.norm(A, axis=1)
-    res = linprog(np.r_[np.zeros(3), -1.0], A_ub=np.column_stack([A, norms]), b_ub=b,
-                  bounds=[(None, None)] * 3 + [(0, None)])
-    if not res.success or res.x[3] <= 0:
+    dim = A.shape[1]
+    res = linprog(np.r_[np.zeros(dim), -1.0], A_ub=np.column_stack([A, norms]), b_ub=b,
+                  bounds=[(None, None)] * dim + [(0, None)])
+    if not res.success or res.x[dim] <= 0:
         raise ValueError("polytope has no interior")
-    return HalfspaceIntersection(np.column_stack([A, -b]), res.x[:3]).intersections
+    return HalfspaceIntersection(np.column_stack([A, -b]), res.x[:dim]).intersections
 
 
 def distance_to_hull(query, points):
@@ -194,7 +203,7 @@ def outer_error(points, scale, A) -> float:
 
     Measured in the scaled space (w / s), where force and torque are comparable.
     """
-    pts = np.vstack([np.asarray(points) / scale, np.zeros(3)])
+    pts = np.vstack([np.asarray(points) / scale, np.zeros(len(scale))])
     A = A * np.asarray(scale)
     extra = vertices(A, support_offsets(A, pts))
     return float(distance_to_hull(extra, pts).max() / np.linalg.norm(pts, axis=1).max())
