@@ -1,6 +1,6 @@
 """Train PPO (Stable-Baselines3) to walk on sand, log its learning curve, and evaluate it.
 
-    python3 -m pip install -e '.[rl]' stable-baselines3 torch
+    python3 -m pip install -e '.[rl]'       # gymnasium, stable-baselines3 (and torch)
     python3 examples/train_ppo.py --timesteps 8000000 --out ppo-walk    # ~40 min on 2 cores
 
 The quadruped (``granular/Quadruped-v0``, task ``walk``: granular.apps.rewards) steps as a batch of
@@ -12,8 +12,9 @@ Written to ``--out``: ``curve.csv`` (env steps, wall time, mean return, distance
 episodes that ended since the last row), ``curve.png`` (the same, plotted), ``evaluation.csv`` (the
 trained policy, a random policy and the zero action over ``--eval-episodes`` seeded episodes of
 ``--eval-seconds`` on sand: distance walked, falls, return), ``policy.zip`` and
-``vecnormalize.pkl`` (the observation statistics the policy needs). ``--evaluate DIR`` evaluates a
-policy saved there again without training.
+``vecnormalize.pkl`` (the observation statistics the policy needs) and ``gait.png`` (the trained
+policy's first evaluation episode: snapshots, torso height and foot depths). ``--evaluate DIR``
+evaluates a policy saved there again without training, and redraws its figures.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import argparse
 import csv
 import logging
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -51,12 +53,14 @@ def main(argv=None):
         import torch
         from stable_baselines3 import PPO
     except ImportError as exc:
-        parser.error(f"this example needs stable-baselines3 and torch ({exc}): pip install stable-baselines3 torch")
+        parser.error(f"this example needs stable-baselines3 and torch ({exc}): pip install -e '.[rl]'")
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     torch.set_num_threads(1)  # small MLPs: more threads cost more than they save beside the batch's workers
     try:
         if args.evaluate:
             policy, normalize = load(args.evaluate)
+            if (args.evaluate / "curve.csv").is_file():  # the figure again, as this version draws it
+                plot_curve(read_curve(args.evaluate / "curve.csv"), args.evaluate / "curve.png")
         else:
             policy, normalize = train(args, PPO)
         folder = args.evaluate or args.out
@@ -81,7 +85,9 @@ def train(args, PPO):
                 gae_lambda=0.95, clip_range=0.2, ent_coef=0.0, policy_kwargs={"net_arch": [128, 128]},
                 seed=args.seed, device="cpu", verbose=0)
     curve = Curve(args.out / "curve.csv")
-    model.learn(total_timesteps=args.timesteps, callback=curve.callback(), progress_bar=_has_rich())
+    with warnings.catch_warnings():  # SB3's bar uses tqdm's rich front end, which calls itself experimental
+        warnings.filterwarnings("ignore", message="rich is experimental")
+        model.learn(total_timesteps=args.timesteps, callback=curve.callback(), progress_bar=_has_rich())
     curve.close()
     model.save(args.out / "policy.zip")
     env.save(str(args.out / "vecnormalize.pkl"))
@@ -163,6 +169,14 @@ class Curve:
         self.path.with_suffix(".csv.part").replace(self.path)
 
 
+def read_curve(path: Path) -> list:
+    with open(path, newline="") as f:
+        reader = csv.reader(f)
+        if tuple(next(reader, ())) != CURVE:
+            raise GranularError(f"{path}: not a learning curve written by this example")
+        return [tuple(float(x) for x in row) for row in reader]
+
+
 def plot_curve(rows, path: Path):
     import matplotlib
 
@@ -174,10 +188,14 @@ def plot_curve(rows, path: Path):
     steps = data[:, 0] / 1e6
     for ax, column, label in zip(axes, (3, 4, 5), ("mean episode return", "distance per episode (m)",
                                                      "episodes ending in a fall")):
-        ax.plot(steps, data[:, column], lw=0.8)
+        ax.plot(steps, data[:, column], lw=0.5, color="0.7", label="per rollout")
+        window = max(1, len(data) // 50)
+        smooth = np.convolve(data[:, column], np.ones(window) / window, mode="valid")
+        ax.plot(steps[window - 1:], smooth, lw=1.5, label=f"mean of {window} rollouts")
         ax.set_xlabel("env steps (millions)")
         ax.set_title(label, fontsize=10)
         ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8, loc="lower right")
     fig.suptitle("PPO on granular/Quadruped-v0 (task walk)", fontsize=11)
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", dpi=110)

@@ -1,5 +1,6 @@
 """The batch for standard RL clients: same-step autoreset and Stable-Baselines3's VecEnv (granular.apps.sb3)."""
 import importlib
+import warnings
 
 import numpy as np
 import pytest
@@ -103,3 +104,13 @@ def test_ppo_trains_on_the_batch_and_the_example_writes_its_curve_and_table(tmp_
     assert table[0] == "policy,episodes,mean_distance_m,std_distance_m,falls,mean_return" and len(table) == 4
     example["main"](["--evaluate", str(out), "--eval-episodes", "2", "--eval-seconds", "0.5"])
     assert "PPO" in capsys.readouterr().out
+
+
+def test_sb3s_own_environment_checker_passes():
+    from stable_baselines3.common.env_checker import check_env
+
+    env = gym_env.QuadrupedEnv(media=["sand"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_env(env, warn=True)
+    env.close()

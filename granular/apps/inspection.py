@@ -31,10 +31,12 @@ def cmd_inspect(args):
 
     path = Path(args.path)
     if not path.exists():
-        if str(args.path) in catalog.media():  # a shipped medium, named as validate and sim take it
-            check_outputs(args, files=("plot",), folders=())
-            return _inspect_model(args, catalog.load_model(str(args.path)))
-        raise GranularError(f"{path}: no such file (nor a medium: {', '.join(catalog.media())})")
+        for kind in ("planar", "3d"):  # a shipped medium, named as validate and sim take it
+            if str(args.path) in catalog.media(kind):
+                check_outputs(args, files=("plot",), folders=())
+                return _inspect_model(args, catalog.load_model(str(args.path), kind))
+        raise GranularError(f"{path}: no such file (nor a medium: {', '.join(catalog.media())}; "
+                            f"3D: {', '.join(catalog.media('3d'))})")
     kind = kind_of(path)
     inputs = [path]
     if kind == "raw-run":
