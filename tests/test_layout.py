@@ -4,7 +4,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "granular"
 #: Pipeline order; a module may import only from its own stage or an earlier one.
-STAGES = ["errors", "frames", "foot", "io", "compiled", "data", "wrench", "learning", "dynamics", "contact", "simulation",
+STAGES = ["errors", "frames", "frames3d", "foot", "io", "compiled", "data", "wrench", "learning", "dynamics", "contact", "simulation",
           "scenarios", "apps"]
 
 

@@ -127,7 +127,7 @@ def _sampled_directions(value):
         return value
     from granular.data import dataset as wd
 
-    return wd.read(value).directions
+    return wd.read(value, kind=None).directions
 
 
 def cmd_synth(args):

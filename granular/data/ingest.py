@@ -27,7 +27,7 @@ from scipy.signal import butter, filtfilt
 
 from granular.data.dataset import WrenchDataset
 from granular.errors import GranularError
-from granular.io.schema import Finite, NonNegative, Positive, Schema, load as load_schema, parse
+from granular.io.schema import Finite, NonNegative, Positive, Schema, parse, read_document
 from granular.foot import Foot
 from granular.frames import cross2, foot_axis
 from granular.data.sampling import direction_set
@@ -117,7 +117,11 @@ class Mapping:
     def load(cls, path=None, assume_sensor_at_p_center: bool = False) -> "Mapping":
         if path is None:
             return cls({c: c for c in CHANNELS}, {}, assume_sensor_at_p_center=assume_sensor_at_p_center)
-        spec = load_schema(path, MappingFile, "column mapping", MAPPING_CHOICES)
+        doc = read_document(path, "column mapping")
+        if _3d().declares_3d(doc, path):  # a 6-axis rig: its runs go to ingest3d, into a 3D dataset
+            return _3d().Mapping3D.load(path, doc, assume_sensor_at_p_center)
+        doc.pop("wrench_space", None)  # "planar", said explicitly
+        spec = parse(doc, MappingFile, path, MAPPING_CHOICES)
         if abs(spec.sign) != 1.0:
             raise GranularError(f"{path}: sign must be 1 or -1, got {spec.sign:g}")
         for channel, unit in spec.units.items():
@@ -133,6 +137,18 @@ class Mapping:
             return self.factor(RATES[channel]) / self.factor("t")
         return UNITS[self.units.get(channel, {"t": "s", "x": "m", "z": "m", "phi": "rad", "fx": "N", "fz": "N",
                                               "tau": "N*m"}[channel])]
+
+
+def _3d():
+    """granular.data.ingest3d, imported when needed (it imports this module)."""
+    from granular.data import ingest3d
+
+    return ingest3d
+
+
+def _is_3d(thing) -> bool:
+    """A 3D mapping or run (ingest3d's, whose ``space`` is "3d"): dispatched to ingest3d."""
+    return getattr(thing, "space", "planar") == "3d"
 
 
 def _metadata(meta: dict, path, mapping: Mapping):
@@ -154,6 +170,8 @@ def _metadata(meta: dict, path, mapping: Mapping):
 
 def read_run(path, mapping: Mapping = Mapping.load()) -> Run:
     """A raw run from CSV (+ ``<name>.json`` sidecar), HDF5 (metadata as attributes) or a ROS 2 bag."""
+    if _is_3d(mapping):
+        return _3d().read_run(path, mapping)
     si, meta = read_columns(path, mapping)
     meta = _metadata(meta, path, mapping)
     return Run(Path(path), si["t"], np.column_stack([si["x"], si["z"], si["phi"]]),
@@ -165,6 +183,8 @@ def read_columns(path, mapping: Mapping, optional=()) -> tuple[dict, dict]:
     (+ ``<name>.json`` sidecar), HDF5 (metadata as attributes) or a ROS 2 bag (a folder, sidecar
     ``<bag>.json`` beside it). Every channel of CHANNELS must be there; ``optional`` ones (RATES)
     are read where the file has them."""
+    if _is_3d(mapping):
+        return _3d().read_columns(path, mapping, optional)
     path = Path(path)
     if not path.exists():
         raise BadRun(f"{path}: no such file")
@@ -176,6 +196,7 @@ def read_columns(path, mapping: Mapping, optional=()) -> tuple[dict, dict]:
     else:
         meta = _sidecar(path)
         cols = _read_csv(path, mapping, wanted)
+    _3d().refuse_space(path, meta, "planar")  # a 6-axis run: fatal, the batch needs the 3D mapping
     missing = [mapping.columns[c] for c in CHANNELS if c not in cols]
     if missing:
         raise BadRun(f"{path}: missing column(s) {', '.join(missing)}")
@@ -365,6 +386,9 @@ def _pass_time(run: Run):
 
 def lowpass(run: Run, cutoff: float) -> np.ndarray:
     """The wrench samples through the low-pass filter of :func:`lowpass_samples` (paper step 4)."""
+    if _is_3d(run):  # only the planar run figure (inspect --plot) asks; it would mislabel six components
+        raise GranularError(f"{run.path}: a 3D (6-axis) run; its figure is not drawn yet (inspect without --plot "
+                            "shows its extraction)")
     return lowpass_samples(run.t, run.wrench, cutoff)
 
 
@@ -389,6 +413,8 @@ def to_reference(w_s, phi, sensor_offset, sensor_angle: float, foot: Foot) -> np
 
 def extract(run: Run, foot: Foot, cutoff: float = DEFAULT_CUTOFF_HZ):
     """(wrench in F_r (3,), quality dict) at the instant the run passes θ_des."""
+    if _is_3d(run):
+        return _3d().extract(run, foot, cutoff)
     _check(run, cutoff)
     smooth = lowpass(run, cutoff)
     residual = float(np.sqrt(np.mean((run.wrench - smooth) ** 2)))
@@ -411,6 +437,8 @@ def assemble(paths, out_medium=None, mapping: Mapping = Mapping.load(), cutoff=D
     bed's runs average into it)."""
     from tqdm import tqdm
 
+    if _is_3d(mapping):
+        return _3d().assemble(paths, out_medium, mapping, cutoff, m, velocity_scale, foot, source, progress)
     directions = direction_set(m)
     m = len(directions)
     paths = list({Path(p).resolve(): p for p in paths}.values())  # a run named twice counts once

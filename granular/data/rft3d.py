@@ -44,6 +44,10 @@ from granular.foot import Foot
 F1_FIT = (3.6226, 1.6091)
 F23_FIT = (1.6115, 0.9737)
 
+#: sin 2.6°: how level a plate (|n_h| / |n_z|) blends into the level plate's convention (e2 along the
+#: velocity's heading), as exp(−(|n_h| / (HORIZONTAL |n_z|))²): Treers et al. switch there at once.
+HORIZONTAL = float(np.sin(np.radians(2.6)))
+
 #: Default discretisation: azimuthal sectors, and Gauss–Legendre nodes on each sector's buried, leading
 #: part (:func:`foot_wrench`). Doubling both moves forces and torques by < 0.1 % for translations and
 #: < 1 % for twists mixing rotation at the media's velocity scale (tests/test_rft3d.py): what is left is
@@ -82,9 +86,11 @@ def stress_per_depth(normal, velocity, zeta: float, coeffs=rft.GENERIC):
     the same plate as −π/2: Li's α is π-periodic in β), and nothing jumps as n crosses the horizontal
     (the PNAS 2023 fit folds n into the upper half-space and does jump there). A horizontal plate has no e2 of its
     own; it takes the horizontal direction of its velocity (Treers' own edge case, which they apply
-    below about 2.6° of tilt, here only at 0; x if the velocity is vertical). That keeps an upright
-    foot symmetric about the vertical, but a plate tilted by any amount, sliding sideways along e1,
-    loses Li's sliding lift α_z(0, 0): the foot's wrench jumps at φ = 0 for motions with v_y ≠ 0.
+    below about 2.6° of tilt; x if the velocity is vertical). That keeps an upright foot symmetric
+    about the vertical. Switched at once, a plate tilted by any amount, sliding sideways along e1,
+    would lose Li's sliding lift α_z(0, 0), and the foot's wrench would jump at φ = 0 for motions
+    with v_y ≠ 0 (f_z 116 N upright, 9 N at φ = 1e-6, sand at 6 cm); here the two conventions are
+    blended by the plate's levelness (:data:`HORIZONTAL`), so the wrench is continuous in φ.
     """
     n, v = np.broadcast_arrays(np.asarray(normal, dtype=float), np.asarray(velocity, dtype=float))
     # contiguous components: element-wise arithmetic on them is several times faster than on (…, 3)
@@ -97,24 +103,31 @@ def stress_per_depth(normal, velocity, zeta: float, coeffs=rft.GENERIC):
 
     nh, uh = np.sqrt(nx * nx + ny * ny), np.sqrt(ux * ux + uy * uy)
     plate, still = nh <= 1e-12, uh <= 1e-12
-    nh, uh = np.where(plate, 1.0, nh), np.where(still, 1.0, uh)
-    ex = np.where(plate, np.where(still, 1.0, ux / uh), nx / nh)
-    ey = np.where(plate, np.where(still, 0.0, uy / uh), ny / nh)
+    nh_, uh_ = np.where(plate, 1.0, nh), np.where(still, 1.0, uh)
+    hx, hy = np.where(still, 1.0, ux / uh_), np.where(still, 0.0, uy / uh_)  # the velocity's heading
+    normal = _in_plane(nx, ny, nz, ux, uy, uz, np.where(plate, hx, nx / nh_), np.where(plate, hy, ny / nh_), coeffs)
+    # A nearly level plate blends into the level plate's convention over a few degrees (HORIZONTAL),
+    # so that the foot's wrench is continuous in its tilt (Treers et al. switch at 2.6°).
+    w = np.exp(-np.square(np.minimum(nh / np.maximum(HORIZONTAL * np.abs(nz), 1e-300), 40.0)))
+    heading = _in_plane(nx, ny, nz, ux, uy, uz, hx, hy, coeffs)
+    return (zeta * rft.N_PER_CM3 * weight)[..., None] * (w[..., None] * heading + (1 - w)[..., None] * normal)
+
+
+def _in_plane(nx, ny, nz, ux, uy, uz, ex, ey, coeffs):
+    """Treers' decomposition with e2 = (ex, ey, 0) (see :func:`stress_per_depth`): α (…, 3) for ζ = 1,
+    in N/cm³, before the leading-element weight."""
     v1 = ux * ey - uy * ex  # along e1 = (e_y, −e_x, 0)
     along = ux * ex + uy * ey  # v̂23 in the plane (e2, ẑ): (along, u_z)
-
     # the plate's line has tangent ±(−n_z, n·e2); taking the sign with t_x ≥ 0 puts β in [−π/2, π/2]
     beta = np.arctan2(np.where(nz > 0, -1.0, 1.0) * (nx * ex + ny * ey), np.abs(nz))
     flip = np.where(along < 0, -1.0, 1.0)
     a_z, a_x = rft.alpha(flip * beta, np.arctan2(-uz, np.abs(along)), coeffs)
     a_y = rft.alpha(0.0, 0.0, coeffs)[1]
-
     f23 = _scale(np.minimum(np.sqrt(along * along + uz * uz), 1.0), F23_FIT, inverse=True)
     f1 = _scale(np.abs(v1), F1_FIT, inverse=False)
-    scale = zeta * rft.N_PER_CM3 * weight
-    h = -f23 * flip * a_x * scale  # along e2
-    s = -f1 * a_y * np.sign(v1) * scale  # along e1
-    return np.stack([h * ex + s * ey, h * ey - s * ex, f23 * a_z * scale], axis=-1)
+    h = -f23 * flip * a_x  # along e2
+    s = -f1 * a_y * np.sign(v1)  # along e1
+    return np.stack([h * ex + s * ey, h * ey - s * ex, f23 * a_z], axis=-1)
 
 
 @lru_cache

@@ -104,6 +104,11 @@ def velocity_scale_3d(planar) -> np.ndarray:
     return np.array([vx, vx, vz, w, w, w])
 
 
+#: The 3D grids' tilts: the planar media's, with rows near upright where 3D-RFT's level-plate
+#: convention fades out (over the first ~0.1 rad, :data:`granular.data.rft3d.HORIZONTAL`).
+TILTS_3D = (0.0, 0.03, 0.06, 0.1, 0.2, 0.3, 0.6, 0.9, 1.2, 1.5)
+
+
 def _synthesize_3d(name, depths, tilts, m, foot, progress) -> WrenchDataset:
     """3D-RFT (:mod:`granular.data.rft3d`, Treers et al. 2021) sampled on a medium's grid along the 3D direction set;
     φ < 0 from the mirror image x → −x, as in the plane."""
@@ -113,7 +118,7 @@ def _synthesize_3d(name, depths, tilts, m, foot, progress) -> WrenchDataset:
     preset = medium(name)
     directions = sphere_directions_3d(m)
     scale = velocity_scale_3d(preset.velocity_scale)
-    configs = config_grid(preset.depths if depths is None else depths, preset.tilts if tilts is None else tilts)
+    configs = config_grid(preset.depths if depths is None else depths, TILTS_3D if tilts is None else tilts)
     wrenches = np.zeros((len(configs), m, 6))
     for j, (d, phi) in enumerate(tqdm(configs, desc=f"synth rft3d:{name}", disable=None if progress else True)):
         if d >= 0:

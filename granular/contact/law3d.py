@@ -1,0 +1,166 @@
+"""Both contact laws for feet in three dimensions: one step's impulses from a multibody's dynamics.
+
+The caller (a MuJoCo model's coupling, or a test) gives, for the step: the generalized mass
+matrix M (nv, nv), the free velocity v_free = v + h M⁻¹ (applied − bias) the bodies would reach
+without the medium, and per foot in contact its θ = (d, φ), its Jacobian J (6, nv) from generalized
+velocities to the twist of p_center in its tilt frame F_c3 (:mod:`granular.frames3d`), the arm
+p_r − p_center (3,) and its grains' mass (6,). The wrench W(θ) of a foot is about p_r, so its
+impulse c (6,) enters as J_rᵀ c, J_r = T J the Jacobian of the twist at p_r.
+
+``max-dissipation`` (Zhu et al. 2019, eq. 2, in ℝ⁶): the impulses minimise the kinetic energy of
+the bodies and of the grains dragged along, ½ v⁺ᵀ M v⁺ + Σ ½ (J v⁺)ᵀ M_g (J v⁺), subject to
+A c ≤ h b(θ) for each foot (the fixed-normal polytope of the 3D model), v⁺ = v_free + M⁻¹ Σ J_rᵀ c.
+
+``data-flow`` (the default, as in the plane: :mod:`granular.contact.flow` gives the reasons): the
+same QP decides who sticks (a foot sticks when its impulse lies strictly inside h W(θ)); a sliding
+foot gets the data's own wrench for its direction of motion (the 3D model's ``flow``), the
+sliding feet's velocities solving v⁺ = v_free + M⁻¹ (Σ_stick J_rᵀ c + h Σ_slide J_rᵀ w(J v⁺)) by
+Newton's method, the sticking feet's impulses re-solved with the sliding ones held, alternating
+until they settle. A sliding foot's wrench never does work on it (``flow3d.dissipative``); a
+sticking foot's impulse solves a QP whose origin is feasible.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from granular.errors import GranularError
+
+LAWS = ("max-dissipation", "data-flow")
+DEFAULT_LAW = "data-flow"
+ITERATIONS, TOLERANCE = 8, 1e-6
+NEWTON_STEPS, NEWTON_TOLERANCE = 20, 1e-10
+#: A foot sticks when its impulse is inside h W by this share of the polytope's size.
+INSIDE = 1e-6
+#: Work (J) the impulses may do on the bodies in a step and count as none (round-off).
+WORK_TOLERANCE = 1e-10
+
+
+@dataclass(frozen=True)
+class Feet:
+    """The feet in contact this step (N of them): θ (N, 2), J (N, 6, nv) at p_center in F_c3,
+    arms p_r − p_center (N, 3) in F_c3, grains' masses (N, 6) (kg, kg·m²)."""
+
+    thetas: np.ndarray
+    J: np.ndarray
+    arms: np.ndarray
+    grain_mass: np.ndarray
+
+    @property
+    def Jr(self) -> np.ndarray:
+        """(N, 6, nv): the twist at p_r, v + ω × (p_r − p_center), per generalized velocity."""
+        T = np.zeros((len(self.arms), 6, 6)) + np.eye(6)
+        x, y, z = self.arms.T
+        T[:, 0, 4], T[:, 0, 5], T[:, 1, 3], T[:, 1, 5], T[:, 2, 3], T[:, 2, 4] = z, -y, -z, x, y, -x
+        return T @ self.J
+
+
+@dataclass(frozen=True)
+class Step:
+    """A step's outcome: the velocity after it (nv,), each foot's impulse (N, 6) about p_r, and
+    which feet stuck."""
+
+    v: np.ndarray
+    impulses: np.ndarray
+    sticking: np.ndarray
+
+
+def step(model, M, v_free, feet: Feet, h: float, law: str = DEFAULT_LAW, K: int = 72) -> Step:
+    """One step's contact impulses under ``law`` for the feet on the 3D ``model``
+    (:class:`~granular.learning.model3d.WrenchSpaceModel3D`)."""
+    if law not in LAWS:
+        raise GranularError(f"unknown contact law {law!r}; choose one of {', '.join(LAWS)}")
+    N = len(feet.thetas)
+    if N == 0:
+        return Step(np.asarray(v_free, float).copy(), np.zeros((0, 6)), np.zeros(0, bool))
+    A = model.fixed_normals(K)
+    ub = h * model.offsets(A, feet.thetas)  # (N, K)
+    Jr = feet.Jr
+    Minv = np.linalg.inv(M)
+    H = M + np.einsum("nap,na,naq->pq", feet.J, feet.grain_mass, feet.J)
+    c = _qp(Minv, H, Jr, v_free, A, ub, np.ones(N, bool), np.zeros((N, 6)))
+    if feet.grain_mass.any() and _work(Jr, c, v_free + Minv @ np.einsum("nap,na->p", Jr, c)) > WORK_TOLERANCE:
+        # With the grains in the objective the impulses minimise the energy of bodies and grains
+        # together, and can then do work on the bodies alone; the step drops the grains, as the
+        # planar step does (granular.simulation.step).
+        H = M
+        c = _qp(Minv, H, Jr, v_free, A, ub, np.ones(N, bool), np.zeros((N, 6)))
+    if law == "max-dissipation":
+        return Step(v_free + Minv @ np.einsum("nap,na->p", Jr, c), c, _inside(A, ub, c))
+    sticking = _inside(A, ub, c)
+    for _ in range(ITERATIONS):
+        if sticking.all():
+            break
+        slide = ~sticking
+        v = _slide(model, Minv, Jr, feet, v_free + Minv @ np.einsum("nap,na->p", Jr[sticking], c[sticking]), slide, h)
+        c_new = c.copy()
+        c_new[slide] = h * model.flow(feet.thetas[slide], np.einsum("nap,p->na", feet.J[slide], v))
+        if sticking.any():
+            c_new[sticking] = _qp(Minv, H, Jr, v_free, A, ub, sticking, c_new)[sticking]
+        settled = np.abs(c_new - c).max() <= TOLERANCE * max(np.abs(c_new).max(), 1e-300)
+        c = c_new
+        if settled:
+            break
+    return Step(v_free + Minv @ np.einsum("nap,na->p", Jr, c), c, sticking)
+
+
+def _work(Jr, c, v) -> float:
+    """The largest work (J) a foot's impulse does on the bodies moving at v after the step."""
+    return float(np.einsum("na,nap,p->n", c, Jr, v).max())
+
+
+def _inside(A, ub, c) -> np.ndarray:
+    """Per foot: its impulse strictly inside h W (every facet slack by INSIDE of the largest offset)."""
+    slack = ub - np.einsum("kd,nd->nk", A, c)
+    return slack.min(axis=1) > INSIDE * np.maximum(ub.max(axis=1), 1e-300)
+
+
+def _qp(Minv, H, Jr, v_free, A, ub, free, held):
+    """The max-dissipation QP over the impulses of the feet ``free`` (bool, N), the others' ``held``
+    (N, 6): min ½ v⁺ᵀ H v⁺ with v⁺ = v_free + M⁻¹ Σ J_rᵀ c, A c_i ≤ ub_i. Returns all impulses (N, 6)."""
+    import quadprog
+
+    idx = np.flatnonzero(free)
+    B = np.concatenate([Minv @ Jr[i].T for i in idx], axis=1)
+    base = v_free + Minv @ np.einsum("nap,na->p", Jr[~free], held[~free]) if (~free).any() else v_free
+    P = B.T @ H @ B
+    g = B.T @ H @ base
+    n = len(idx) * 6
+    P = 0.5 * (P + P.T) + 1e-12 * np.trace(P) / n * np.eye(n)  # quadprog needs it strictly convex
+    C = np.zeros((n, len(idx) * A.shape[0]))
+    for k, i in enumerate(idx):
+        C[6 * k:6 * k + 6, A.shape[0] * k:A.shape[0] * (k + 1)] = -A.T
+    x = quadprog.solve_qp(P, -g, C, -ub[idx].ravel())[0]
+    out = held.copy()
+    out[idx] = x.reshape(-1, 6)
+    return out
+
+
+def _slide(model, Minv, Jr, feet, base, slide, h):
+    """Newton's method on v = base + h M⁻¹ Σ_slide J_rᵀ w(θ, J v), the sliding feet's data wrench
+    at their twists; the Jacobian of w by central differences in the twist (w is rate-independent,
+    so its derivative is taken at the twist's own scale)."""
+    idx = np.flatnonzero(slide)
+    th = feet.thetas[idx]
+    scale = model.dataset.velocity_scale
+
+    v = base.copy()
+    for _ in range(NEWTON_STEPS):
+        twists = np.einsum("nap,p->na", feet.J[idx], v)
+        w = model.flow(th, twists)
+        residual = v - base - h * Minv @ np.einsum("nap,na->p", Jr[idx], w)
+        if np.abs(residual).max() <= NEWTON_TOLERANCE * max(np.abs(v).max(), 1e-12):
+            break
+        G = np.eye(len(v))
+        for k, i in enumerate(idx):
+            step = 1e-6 * max(np.linalg.norm(twists[k] / scale), 1e-3) * scale
+            dw = np.empty((6, 6))
+            for a in range(6):
+                e = np.zeros(6)
+                e[a] = step[a]
+                dw[:, a] = (model.flow(th[k:k + 1], (twists[k] + e)[None])[0]
+                            - model.flow(th[k:k + 1], (twists[k] - e)[None])[0]) / (2 * step[a])
+            G -= h * Minv @ Jr[i].T @ dw @ feet.J[i]
+        v = v - np.linalg.solve(G, residual)
+    return v
