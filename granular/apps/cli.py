@@ -363,6 +363,15 @@ def cmd_validate(args):
     from granular.scenarios import validation
 
     check_outputs(args, list(args.runs) + list(args.calibrate or []), files=(), folders=("plot",))
+    from granular.data.paths3d import is_path3d
+
+    spatial = [is_path3d(p) for p in args.runs]
+    if any(spatial):
+        if not all(spatial):
+            raise GranularError(f"{args.runs[spatial.index(False)]}: a planar run among 3D paths; validate them apart")
+        from granular.apps import validate3d
+
+        return validate3d.validate(args)
     model = load_model(args.model)
     source, coeffs = None, None
     if args.source:
@@ -593,7 +602,7 @@ def build_parser():
     a.set_defaults(func=cmd_acquire)
 
     c = sub.add_parser("validate", help="score a model's wrenches against recorded trajectories (held-out DEM runs)")
-    c.add_argument("model", help="sand, pebbles, beads, or a model file (.h5)")
+    c.add_argument("model", help="sand, pebbles, beads, or a model file (.h5); for 3D paths sand3d, pebbles3d")
     c.add_argument("runs", nargs="+", help="validation runs: .csv (with a .json sidecar), .h5, or ROS 2 bag folders "
                                            "(data/validation/*.csv)")
     c.add_argument("--calibrate", nargs="+", help="runs on which direct RFT's ζ is fitted (the baseline)")
