@@ -266,8 +266,10 @@ def cmd_train(args):
 
 def cmd_sim(args):
     from granular.simulation import runfile
-    from granular.scenarios import advice, scenario as scenarios
+    from granular.scenarios import advice, scenario as scenarios, scenario3d
 
+    if scenario3d.is_3d(scenarios.find(args.scenario)):
+        return _sim3d(args, scenarios.find(args.scenario))
     scenario = scenarios.load(args.scenario).with_(
         medium=args.medium, dt=args.dt, solver=args.solver, representation=args.representation,
         contact=args.contact, duration=args.duration)
@@ -290,6 +292,18 @@ def cmd_sim(args):
             summary["video"] = str(plots.video(data, args.video))
 
     emit(summary, args.json, reports.sim)
+
+
+def _sim3d(args, path):
+    from granular.scenarios import scenario3d
+
+    for option in ("out", "plot", "video", "dt", "solver", "representation"):
+        if getattr(args, option, None):
+            raise GranularError(f"--{option}: not for a 3D (MuJoCo) scenario yet; {path.name} is one")
+    check_outputs(args, [path])
+    world = scenario3d.build(path, medium=args.medium, law=args.contact, duration=args.duration)
+    rec = scenario3d.run(world, progress=True)
+    emit(scenario3d.summary(world, rec), args.json, reports.summary)
 
 
 def cmd_ingest(args):

@@ -89,11 +89,14 @@ def step(model, M, v_free, feet: Feet, h: float, law: str = DEFAULT_LAW, K: int 
     if law == "max-dissipation":
         return Step(v_free + Minv @ np.einsum("nap,na->p", Jr, c), c, _inside(A, ub, c))
     sticking = _inside(A, ub, c)
+    md = c
     for _ in range(ITERATIONS):
         if sticking.all():
             break
         slide = ~sticking
         v = _slide(model, Minv, Jr, feet, v_free + Minv @ np.einsum("nap,na->p", Jr[sticking], c[sticking]), slide, h)
+        if v is None:  # Newton's method failed (a kink of the data's map): the step falls back, as in the plane
+            return Step(v_free + Minv @ np.einsum("nap,na->p", Jr, md), md, _inside(A, ub, md))
         c_new = c.copy()
         c_new[slide] = h * model.flow(feet.thetas[slide], np.einsum("nap,p->na", feet.J[slide], v))
         if sticking.any():
@@ -140,18 +143,18 @@ def _qp(Minv, H, Jr, v_free, A, ub, free, held):
 def _slide(model, Minv, Jr, feet, base, slide, h):
     """Newton's method on v = base + h M⁻¹ Σ_slide J_rᵀ w(θ, J v), the sliding feet's data wrench
     at their twists; the Jacobian of w by central differences in the twist (w is rate-independent,
-    so its derivative is taken at the twist's own scale)."""
+    so its derivative is taken at the twist's own scale). None if it does not converge."""
     idx = np.flatnonzero(slide)
     th = feet.thetas[idx]
     scale = model.dataset.velocity_scale
 
     v = base.copy()
-    for _ in range(NEWTON_STEPS):
+    for _ in range(NEWTON_STEPS + 1):
         twists = np.einsum("nap,p->na", feet.J[idx], v)
         w = model.flow(th, twists)
         residual = v - base - h * Minv @ np.einsum("nap,na->p", Jr[idx], w)
         if np.abs(residual).max() <= NEWTON_TOLERANCE * max(np.abs(v).max(), 1e-12):
-            break
+            return v
         G = np.eye(len(v))
         for k, i in enumerate(idx):
             step = 1e-6 * max(np.linalg.norm(twists[k] / scale), 1e-3) * scale
@@ -163,4 +166,4 @@ def _slide(model, Minv, Jr, feet, base, slide, h):
                             - model.flow(th[k:k + 1], (twists[k] - e)[None])[0]) / (2 * step[a])
             G -= h * Minv @ Jr[i].T @ dw @ feet.J[i]
         v = v - np.linalg.solve(G, residual)
-    return v
+    return None

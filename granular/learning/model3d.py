@@ -28,7 +28,6 @@ from granular.data.sampling import mirror_permutation, sphere_directions_3d
 from granular.errors import GranularError
 from granular.frames3d import MIRROR_X, MIRROR_Y
 from granular.io.h5io import atomic_h5, attr, read_h5
-from granular.learning.linear import depth_factor
 from granular.learning.model import REGRESSOR_NAMES, TARGETS
 from granular.wrench import polytopes
 from granular.wrench.flow3d import SphereMap
@@ -127,11 +126,17 @@ class WrenchSpaceModel3D:
             return out
         th = thetas[contact]
         inside = np.column_stack([th[:, 0].clip(self.d_min, self.d_max), th[:, 1].clip(-self.phi_max, self.phi_max)])
-        k = len(th)
-        factor = np.array([depth_factor(d, self.d_min, int(self.target == "per-depth")) for d in th[:, 0].tolist()])
-        both = self._reg.predict(self._x(np.concatenate([inside, inside * _FLIP_PHI]))).reshape(2 * k, self.m, 6)
-        W = 0.5 * (both[:k] + both[k:, self.px] * MIRROR_X)
-        W = 0.5 * (W + W[:, self.py] * MIRROR_Y)
+        # depth_factor's law (granular.learning.linear), over the batch
+        factor = -th[:, 0] if self.target == "per-depth" else np.maximum(1.0, th[:, 0] / self.d_min)
+        if self.regressor == "rbf":
+            # an RBF through mirror-symmetric data is itself symmetric under both mirrors (the kernel
+            # and the centres are; the interpolant is linear in the data): no averaging needed
+            W = self._reg.predict(self._x(inside)).reshape(len(th), self.m, 6)
+        else:
+            k = len(th)
+            both = self._reg.predict(self._x(np.concatenate([inside, inside * _FLIP_PHI]))).reshape(2 * k, self.m, 6)
+            W = 0.5 * (both[:k] + both[k:, self.px] * MIRROR_X)
+            W = 0.5 * (W + W[:, self.py] * MIRROR_Y)
         out[contact] = W * factor[:, None, None]
         return out
 

@@ -1,0 +1,197 @@
+"""3D scenarios: a MuJoCo robot (MJCF, or a URDF MuJoCo compiles) with granular feet.
+
+A scenario file names the robot's model and which of its geoms are feet in the medium::
+
+    duration = 2.0
+    [robot]
+    mjcf = "robots/foot3d.xml"          # relative to the scenario file
+    [granular]
+    medium = "sand3d"                   # a shipped 3D model name or a model file
+    feet = ["foot"]                     # geom names: cylinder, sphere or capsule
+    law = "data-flow"                   # or max-dissipation
+    [terrain]
+    kind = "flat"                       # or slope, with angle (rad)
+    [control]
+    kind = "none"                       # or pd: actuators' targets held (the MJCF's actuators)
+    targets = []
+
+The time step is the MJCF's ``<option timestep>`` unless ``dt`` is given; actuators, joint limits
+and every rigid contact are MuJoCo's. The run is :func:`run`'s: the coupled step of
+:mod:`granular.simulation.mujoco3d` repeated, recording per body its position, per foot its θ,
+and the system's energy (MuJoCo's kinetic + gravitational potential) after each step.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from granular.errors import GranularError
+from granular.io.schema import Finite, Positive, Schema, load as load_schema
+
+LAWS = ("data-flow", "max-dissipation")
+
+
+class RobotSection(Schema):
+    mjcf: str
+
+
+class GranularSection(Schema):
+    feet: tuple[str, ...]
+    medium: str = "sand3d"
+    law: Literal["data-flow", "max-dissipation"] = "data-flow"
+
+
+class TerrainSection(Schema):
+    kind: Literal["flat", "slope"] = "flat"
+    angle: Finite = 0.0
+    height: Finite = 0.0
+
+
+class ControlSection(Schema):
+    kind: Literal["none", "pd"] = "none"
+    targets: tuple[Finite, ...] = ()
+
+
+class Scenario3DFile(Schema):
+    robot: RobotSection
+    granular: GranularSection
+    description: str = ""
+    duration: Positive = 1.0
+    dt: Positive | None = None
+    terrain: TerrainSection = TerrainSection()
+    control: ControlSection = ControlSection()
+
+
+def is_3d(path) -> bool:
+    """Whether a scenario file names a MuJoCo model (its [robot] has ``mjcf``)."""
+    import tomllib
+
+    try:
+        return "mjcf" in tomllib.loads(Path(path).read_text()).get("robot", {})
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+@dataclass
+class World:
+    """A built 3D scenario: MuJoCo's model and data, the granular feet, the terrain callback."""
+
+    spec: Scenario3DFile
+    path: Path
+    mj_model: object
+    mj_data: object
+    feet: object
+    terrain: object
+
+
+def load(path) -> Scenario3DFile:
+    return load_schema(path, Scenario3DFile, "3D scenario", {"granular.law": LAWS})
+
+
+def build(path, medium: str | None = None, law: str | None = None, duration: float | None = None) -> World:
+    import mujoco
+
+    from granular.simulation import mujoco3d
+
+    path = Path(path)
+    spec = load(path)
+    model_file = (path.parent / spec.robot.mjcf).resolve()
+    if not model_file.is_file():
+        raise GranularError(f"{path}: robot.mjcf {spec.robot.mjcf!r}: no such file ({model_file})")
+    try:
+        mj_model = mujoco.MjModel.from_xml_path(str(model_file))
+    except ValueError as exc:
+        raise GranularError(f"{model_file}: MuJoCo cannot load it: {' '.join(str(exc).split())}") from None
+    if spec.dt is not None:
+        mj_model.opt.timestep = spec.dt
+    wrenches = _medium(path, medium or spec.granular.medium)
+    feet = mujoco3d.attach(mj_model, spec.granular.feet, wrenches, law or spec.granular.law, where=str(path))
+    if spec.control.kind == "pd" and len(spec.control.targets) != mj_model.nu:
+        raise GranularError(f"{path}: control.targets has {len(spec.control.targets)} values; the model has "
+                            f"{mj_model.nu} actuators")
+    terrain = mujoco3d.terrain(spec.terrain.kind, angle=spec.terrain.angle, height=spec.terrain.height)
+    data = mujoco.MjData(mj_model)
+    if spec.control.kind == "pd":
+        data.ctrl[:] = spec.control.targets
+    mujoco.mj_forward(mj_model, data)
+    if duration is not None:
+        spec = _with_duration(spec, duration)
+    return World(spec, path, mj_model, data, feet, terrain)
+
+
+def _with_duration(spec, duration):
+    import msgspec
+
+    return msgspec.structs.replace(spec, duration=duration)
+
+
+def _medium(path, name):
+    """A 3D medium's name (sand3d), or a 3D model file, relative to the scenario file."""
+    from granular.learning.catalog import load_model
+
+    if name.endswith(".h5") and not Path(name).is_file():
+        name = str(path.parent / name)
+    return load_model(name, "3d")
+
+
+def energy(world) -> float:
+    """Kinetic plus gravitational potential energy (J) of the MuJoCo model now."""
+    import mujoco
+
+    m, d = world.mj_model, world.mj_data
+    M = np.zeros((m.nv, m.nv))
+    mujoco.mj_fullM(m, d, M)
+    mass = m.body_mass[1:]
+    return float(0.5 * d.qvel @ M @ d.qvel - (mass * (d.xipos[1:] @ m.opt.gravity)).sum())
+
+
+def run(world, progress: bool = False) -> dict:
+    """Step the scenario to its duration: the record (t, body positions, feet's θ, energy)."""
+    import mujoco
+    from tqdm import tqdm
+
+    from granular.simulation import mujoco3d
+
+    m, d = world.mj_model, world.mj_data
+    steps = int(round(world.spec.duration / m.opt.timestep))
+    nb = m.nbody
+    rec = {"t": np.zeros(steps + 1), "pos": np.zeros((steps + 1, nb, 3)),
+           "theta": np.zeros((steps + 1, len(world.feet.names), 2)), "energy": np.zeros(steps + 1)}
+    thetas = [s[0] for s in mujoco3d.foot_states(m, d, world.feet, world.terrain)]
+    _record(rec, 0, world, thetas)
+    for k in tqdm(range(1, steps + 1), desc=world.path.stem, disable=None if progress else True, unit="step"):
+        _, thetas = mujoco3d.step(m, d, world.feet, world.terrain)
+        mujoco.mj_fwdPosition(m, d)  # positions and mass matrix after the step, for the record
+        _record(rec, k, world, thetas)
+    return rec
+
+
+def _record(rec, k, world, thetas):
+    d = world.mj_data
+    rec["t"][k] = d.time
+    rec["pos"][k] = d.xpos
+    rec["theta"][k] = thetas
+    rec["energy"][k] = energy(world)
+
+
+def summary(world, rec) -> dict:
+    """What ``granular sim FILE.toml --json`` prints for a 3D scenario."""
+    m = world.mj_model
+    bodies = {}
+    for b in range(1, m.nbody):
+        name = m.body(b).name or f"body{b}"
+        bodies[name] = {"initial_pos": rec["pos"][0, b].round(6).tolist(), "final_pos": rec["pos"][-1, b].round(6).tolist()}
+    depth = -rec["theta"][:, :, 0]
+    gained = np.diff(rec["energy"])
+    return {"scenario": world.path.stem, "kind": "3d", "duration_s": float(rec["t"][-1]),
+            "dt_s": float(m.opt.timestep), "steps": len(rec["t"]) - 1, "medium": world.feet.model.dataset.medium,
+            "contact": world.feet.law, "bodies": bodies,
+            "feet": {name: {"max_depth_m": float(max(0.0, depth[:, j].max())),
+                            "final_theta": rec["theta"][-1, j].round(6).tolist()}
+                     for j, name in enumerate(world.feet.names)},
+            "energy": {"initial_J": float(rec["energy"][0]), "final_J": float(rec["energy"][-1]),
+                       "largest_gain_per_step_J": float(max(0.0, gained.max())) if len(gained) else 0.0},
+            "final_speed": float(np.abs(world.mj_data.qvel).max())}

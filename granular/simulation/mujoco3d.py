@@ -1,0 +1,167 @@
+"""Granular feet for MuJoCo models: the coupling step (Zhu et al. 2019's implicit contact, in 3D).
+
+MuJoCo (the ``mujoco`` package) does the multibody dynamics and every rigid contact; the project
+does the feet in the medium. One step of length h, in this order:
+
+1. ``mj_step1``: MuJoCo's position and velocity stages (kinematics, the mass matrix M, bias
+   forces), then its actuation and smooth acceleration, which give the free velocity
+   v_free = v + h M⁻¹ (applied + actuators + passive − bias) the bodies would reach without the medium.
+2. Each granular foot's θ against the terrain (p_center: the centre of the foot's lower end face;
+   d its height above the terrain, φ its axis' tilt from the vertical, ψ the azimuth of its tilt
+   frame F_c3, :mod:`granular.frames3d`) and its Jacobian J (6, nv) from MuJoCo's ``mj_jac`` at
+   p_center, rotated into F_c3.
+3. The contact law (:mod:`granular.contact.law3d`) solves the feet's impulses c implicitly for the
+   step with M, v_free and J: the velocity after the step is v_free + M⁻¹ Σ J_rᵀ c.
+4. The impulses enter MuJoCo as generalized forces Σ J_rᵀ c / h (``qfrc_applied``), and
+   ``mj_step2`` finishes the step: actuation, its constraint solver for joint limits and every
+   rigid contact, integration. Granular feet do not collide with anything in MuJoCo (their
+   contype and conaffinity are cleared when the model is loaded).
+
+Why it is consistent: step 3 sees exactly the dynamics step 4 integrates (MuJoCo's semi-implicit
+Euler: v⁺ = v + h M⁻¹ f), so the medium's impulse is the one the law chose: it never does work
+(a sliding foot's wrench dissipates; a sticking foot's impulse comes from a QP whose origin is
+feasible), and a foot at rest whose load lies inside W(θ) stays at rest. MuJoCo's own constraints
+then act on top, as they would with any applied force. (With MuJoCo's ``implicitfast``
+integrator, velocity-dependent forces are integrated implicitly there and not in v_free: use
+Euler, the default, for the exact splitting.)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from granular.contact import law3d
+from granular.errors import GranularError
+from granular.frames3d import azimuth_rotation, tilt_frame
+
+SHAPES = {"cylinder": 5, "capsule": 3, "sphere": 2}  # mjtGeom ids of the foot shapes taken
+
+
+@dataclass(frozen=True)
+class GranularFeet:
+    """Which geoms of a MuJoCo model are feet in the medium, and the medium's 3D model."""
+
+    geoms: np.ndarray        # geom ids
+    names: tuple
+    half_length: np.ndarray  # m: p_center's distance from the geom's centre along its axis
+    round: np.ndarray        # bool: a sphere, whose axis is taken along the surface normal
+    model: object            # WrenchSpaceModel3D
+    law: str = law3d.DEFAULT_LAW
+
+
+def attach(mj_model, names, wrench_model, law=law3d.DEFAULT_LAW, where="scenario") -> GranularFeet:
+    """The geoms ``names`` of ``mj_model`` as granular feet on ``wrench_model``; their MuJoCo
+    collisions are turned off (the medium is their contact). One clear error for a name not in the
+    model or a shape that is not a cylinder, capsule or sphere."""
+    import mujoco
+
+    if getattr(wrench_model.dataset, "dim", 3) != 6:
+        raise GranularError(f"{where}: the medium is planar; MuJoCo feet need a 3D medium (e.g. sand3d)")
+    ids, half = [], []
+    for name in names:
+        gid = mujoco.mj_name2id(mj_model, mujoco.mjtObj.mjOBJ_GEOM, name)
+        if gid < 0:
+            known = [mj_model.geom(i).name for i in range(mj_model.ngeom) if mj_model.geom(i).name]
+            raise GranularError(f"{where}: foot geom {name!r} is not in the model (named geoms: {', '.join(known) or 'none'})")
+        shape = int(mj_model.geom_type[gid])
+        if shape not in SHAPES.values():
+            raise GranularError(f"{where}: foot geom {name!r} is a {mujoco.mjtGeom(shape).name.removeprefix('mjGEOM_').lower()}; "
+                                f"granular feet are {', '.join(SHAPES)}")
+        ids.append(gid)
+        radius = float(mj_model.geom_size[gid, 0])
+        # p_center: a cylinder's end face; a capsule's tip; a sphere's lowest point
+        half.append({SHAPES["cylinder"]: float(mj_model.geom_size[gid, 1]),
+                     SHAPES["capsule"]: float(mj_model.geom_size[gid, 1]) + radius, SHAPES["sphere"]: radius}[shape])
+        mj_model.geom_contype[gid] = 0
+        mj_model.geom_conaffinity[gid] = 0
+    rounds = np.array([int(mj_model.geom_type[g]) == SHAPES["sphere"] for g in ids])
+    return GranularFeet(np.array(ids), tuple(names), np.array(half), rounds, wrench_model, law)
+
+
+def foot_states(mj_model, mj_data, feet: GranularFeet, terrain):
+    """Per foot: θ (2,), the rotation R (6, 6) from F_c3 to world axes, p_center (3,) and the axis (3,)."""
+    out = []
+    for gid, half, round_ in zip(feet.geoms, feet.half_length, feet.round):
+        axis = mj_data.geom_xmat[gid].reshape(3, 3)[:, 2].copy()
+        if round_:
+            axis = terrain(mj_data.geom_xpos[gid][:2])[1]
+        elif axis[2] < 0:  # the lower end face is the foot's bottom: taken end for end
+            axis = -axis
+        p_center = mj_data.geom_xpos[gid] - half * axis
+        height, normal = terrain(p_center[:2])
+        S = _surface_frame(normal)
+        phi, psi = tilt_frame(S.T @ axis)
+        R = np.kron(np.eye(2), S) @ azimuth_rotation(psi)
+        d = (p_center - np.array([p_center[0], p_center[1], height])) @ normal
+        out.append((np.array([d, phi]), R, p_center, axis))
+    return out
+
+
+def _surface_frame(normal) -> np.ndarray:
+    """(3, 3) columns x, y, z of a frame whose z is the surface normal and whose x is level across
+    y (the world's axes on flat ground)."""
+    if np.allclose(normal, [0.0, 0.0, 1.0]):
+        return np.eye(3)
+    x = np.cross([0.0, 1.0, 0.0], normal)
+    x /= np.linalg.norm(x)
+    return np.column_stack([x, np.cross(normal, x), normal])
+
+
+def step(mj_model, mj_data, feet: GranularFeet, terrain, applied=None):
+    """One coupled step (module docstring); ``applied`` (nv,) generalized forces of the user's,
+    kept in ``qfrc_applied``. Returns the law's :class:`~granular.contact.law3d.Step` and the feet's θ."""
+    import mujoco
+
+    h = mj_model.opt.timestep
+    base = np.zeros(mj_model.nv) if applied is None else applied
+    mj_data.qfrc_applied[:] = base
+    mujoco.mj_step1(mj_model, mj_data)
+    states = foot_states(mj_model, mj_data, feet, terrain)
+    contact = [k for k, (theta, *_) in enumerate(states) if theta[0] < 0]
+    result = None
+    if contact:
+        mujoco.mj_fwdActuation(mj_model, mj_data)
+        mujoco.mj_fwdAcceleration(mj_model, mj_data)
+        M = np.zeros((mj_model.nv, mj_model.nv))
+        mujoco.mj_fullM(mj_model, mj_data, M)
+        v_free = mj_data.qvel + h * mj_data.qacc_smooth
+        J, thetas, arms = [], [], []
+        jacp, jacr = np.zeros((3, mj_model.nv)), np.zeros((3, mj_model.nv))
+        r_offset = feet.model.dataset.foot.r_offset
+        for k in contact:
+            theta, R, p_center, _ = states[k]
+            mujoco.mj_jac(mj_model, mj_data, jacp, jacr, p_center, mj_model.geom_bodyid[feet.geoms[k]])
+            J.append(R.T @ np.vstack([jacp, jacr]))
+            thetas.append(theta)
+            arms.append(r_offset * np.array([-np.sin(theta[1]), 0.0, np.cos(theta[1])]))
+        inside = law3d.Feet(np.array(thetas), np.array(J), np.array(arms), np.tile(GRAIN_MASS, (len(contact), 1)))
+        result = law3d.step(feet.model, M, v_free, inside, h, feet.law)
+        mj_data.qfrc_applied[:] = base + np.einsum("nap,na->p", inside.Jr, result.impulses) / h
+    mujoco.mj_step2(mj_model, mj_data)
+    return result, [s[0] for s in states]
+
+
+#: The dragged grains' mass (kg ×3, kg·m² ×3): the planar foot's (granular.contact.detection), its
+#: horizontal value for both horizontal axes and its rotational value about every axis.
+GRAIN_MASS = np.array([14.714, 14.714, 14.714, 0.122, 0.122, 0.122])
+
+
+def flat(height: float = 0.0):
+    """Level ground at ``height``: the terrain callback, (height, normal) at a point (x, y)."""
+    normal = np.array([0.0, 0.0, 1.0])
+    return lambda xy: (height, normal)
+
+
+def slope(angle: float):
+    """Ground rising along +x at ``angle`` rad through the origin."""
+    normal = np.array([-np.sin(angle), 0.0, np.cos(angle)])
+    return lambda xy: (float(np.tan(angle) * xy[0]), normal)
+
+
+def terrain(kind: str, **params):
+    if kind == "flat":
+        return flat(params.get("height", 0.0))
+    if kind == "slope":
+        return slope(params["angle"])
+    raise GranularError(f"unknown terrain {kind!r}; choose flat or slope")

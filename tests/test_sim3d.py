@@ -1,0 +1,132 @@
+"""MuJoCo robots with granular feet (granular.simulation.mujoco3d, granular.scenarios.scenario3d)."""
+import json
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+pytest.importorskip("mujoco")
+
+from granular.errors import GranularError  # noqa: E402
+from granular.scenarios import scenario3d  # noqa: E402
+
+#: A four-legged robot the project has never seen: a box torso, hinge hips, capsule legs, sphere
+#: feet, position actuators holding the legs straight.
+QUAD = """
+<mujoco model="stranger">
+  <option timestep="0.002"/>
+  <worldbody>
+    <geom name="ground" type="plane" size="3 3 0.1"/>
+    <body name="torso" pos="0 0 0.45">
+      <freejoint/>
+      <geom type="box" size="0.25 0.12 0.04" mass="6"/>
+      {legs}
+    </body>
+  </worldbody>
+  <actuator>{actuators}</actuator>
+</mujoco>
+"""
+LEG = """
+      <body name="leg{i}" pos="{x} {y} 0">
+        <joint name="hip{i}" type="hinge" axis="0 1 0" range="-1 1" damping="1"/>
+        <geom type="capsule" fromto="0 0 0 0 0 -0.3" size="0.02" mass="0.5"/>
+        <geom name="foot{i}" type="sphere" pos="0 0 -0.33" size="0.04" mass="0.3"/>
+      </body>"""
+
+
+def stranger(tmp_path, feet=("foot0", "foot1", "foot2", "foot3"), medium="sand3d", duration=1.5, xml=None):
+    corners = [(0.2, 0.1), (0.2, -0.1), (-0.2, 0.1), (-0.2, -0.1)]
+    legs = "".join(LEG.format(i=i, x=x, y=y) for i, (x, y) in enumerate(corners))
+    actuators = "".join(f'<position joint="hip{i}" kp="200"/>' for i in range(4))
+    (tmp_path / "robot.xml").write_text(xml if xml is not None else QUAD.format(legs=legs, actuators=actuators))
+    scenario = tmp_path / "stranger.toml"
+    scenario.write_text(textwrap.dedent(f"""
+        duration = {duration}
+        [robot]
+        mjcf = "robot.xml"
+        [granular]
+        medium = "{medium}"
+        feet = {json.dumps(list(feet))}
+        [control]
+        kind = "pd"
+        targets = [0.0, 0.0, 0.0, 0.0]
+        """))
+    return scenario
+
+
+@pytest.mark.parametrize("law", ["data-flow", "max-dissipation"])
+def test_the_dropped_foot_settles_without_gaining_energy(law):
+    world = scenario3d.build("sim/drop3d-tilted.toml", law=law)
+    rec = scenario3d.run(world)
+    summary = scenario3d.summary(world, rec)
+    assert summary["final_speed"] < 1e-6, "it comes to rest"
+    assert summary["energy"]["largest_gain_per_step_J"] <= 1e-9, "the medium never does work"
+    assert summary["energy"]["final_J"] < summary["energy"]["initial_J"]
+    depth = summary["feet"]["foot"]["max_depth_m"]
+    assert 0.005 < depth < 0.13, "in the medium, within the data's depths"
+    assert abs(summary["feet"]["foot"]["final_theta"][1]) < 0.05, "the tilted foot rights itself"
+
+
+def test_a_robot_never_seen_settles_on_sand(tmp_path):
+    """A user's MJCF, named in a scenario as the issue shows: dropped on sand it settles, its feet in
+    the medium and within the data's depths, and (its motors holding fixed targets) energy never grows."""
+    run = subprocess.run([sys.executable, "-m", "granular", "sim", str(stranger(tmp_path)), "--json"],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    summary = json.loads(run.stdout)
+    assert summary["final_speed"] < 1e-3
+    assert summary["energy"]["largest_gain_per_step_J"] <= 1e-9
+    for foot in summary["feet"].values():
+        assert 0.0 < foot["max_depth_m"] < 0.13
+    torso = summary["bodies"]["torso"]
+    assert torso["final_pos"][2] < torso["initial_pos"][2] and torso["final_pos"][2] > 0.3, "it stands on its legs"
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"xml": "<mujoco><worldbody><geom type='nonsense'/></worldbody></mujoco>"}, "MuJoCo cannot load it"),
+    ({"feet": ("foot0", "paw")}, "foot geom 'paw' is not in the model"),
+    ({"feet": ("ground",)}, "foot geom 'ground' is a plane"),
+    ({"medium": "sand"}, "'sand' is a planar medium"),
+])
+def test_bad_robots_and_media_are_one_clear_line(tmp_path, change, message):
+    run = subprocess.run([sys.executable, "-m", "granular", "sim", str(stranger(tmp_path, **change))],
+                         capture_output=True, text=True)
+    assert run.returncode != 0 and message in run.stderr, run.stderr
+    assert "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()) == 1
+
+
+def test_a_3d_scenario_refuses_the_planar_only_options(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "granular", "sim", "drop3d-tilted", "--out", str(tmp_path / "x.h5")],
+                         capture_output=True, text=True)
+    assert run.returncode != 0 and "--out: not for a 3D (MuJoCo) scenario yet" in run.stderr
+
+
+def test_the_coupling_sees_the_foot_as_the_planar_frame_does():
+    """θ of a cylinder tilted about y in MuJoCo is the planar θ: d of its lower end face's centre, φ the tilt."""
+    import mujoco
+
+    from granular.simulation import mujoco3d
+
+    world = scenario3d.build("sim/drop3d-tilted.toml")
+    m, d = world.mj_model, world.mj_data
+    d.qpos[:3] = [0.0, 0.0, 0.0]
+    d.qpos[3:7] = [np.cos(0.15), 0.0, np.sin(0.15), 0.0]  # 0.3 rad about +y
+    mujoco.mj_forward(m, d)
+    (theta, R, p_center, axis), = mujoco3d.foot_states(m, d, world.feet, world.terrain)
+    assert theta[1] == pytest.approx(0.3)
+    assert theta[0] == pytest.approx(-0.15 * np.cos(0.3))
+    # the axis leans towards +x, so F_c3's x (the tilt's direction, opposite the lean) is −x
+    assert R[:3, 0] == pytest.approx([-1.0, 0.0, 0.0], abs=1e-12)
+    with pytest.raises(GranularError, match="no such file"):
+        scenario3d.build(str(stranger_path_missing()))
+
+
+def stranger_path_missing():
+    import tempfile
+    from pathlib import Path
+
+    folder = Path(tempfile.mkdtemp())
+    (folder / "s.toml").write_text('[robot]\nmjcf = "absent.xml"\n[granular]\nfeet = ["f"]\n')
+    return folder / "s.toml"
