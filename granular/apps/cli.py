@@ -434,7 +434,10 @@ def cmd_bench(args):
     from granular.apps import bench
 
     check_outputs(args, files=("plot",), folders=())
+    from granular.apps import bench3d
+
     results = bench.run(quick=args.quick)
+    results.update(bench3d.run(quick=args.quick))
     if args.scaling:
         from granular.apps import plots
 

@@ -82,6 +82,7 @@ class WrenchSpaceModel3D:
             raise GranularError(f"dataset {ds.medium!r} is planar; the 3D model needs a 3D (6-axis) dataset")
         if self.target not in TARGETS:
             raise GranularError(f"unknown model target {self.target!r}; choose one of {', '.join(TARGETS)}")
+        self._normals = {}
         self.px = mirror_permutation(ds.directions, mirror=MIRROR_X)
         self.py = mirror_permutation(ds.directions, mirror=MIRROR_Y)
         train = symmetrize(ds)
@@ -161,8 +162,10 @@ class WrenchSpaceModel3D:
     def fixed_normals(self, K: int = 72) -> np.ndarray:
         """The constant A (K, 6) of the fixed-normal representation: the 3D direction set of size K
         taken as normals in the scaled wrench space (w / scale), unit rows in wrench units."""
-        A = sphere_directions_3d(K) / self.scale
-        return A / np.linalg.norm(A, axis=1, keepdims=True)
+        if K not in self._normals:
+            A = sphere_directions_3d(K) / self.scale
+            self._normals[K] = A / np.linalg.norm(A, axis=1, keepdims=True)
+        return self._normals[K].copy()
 
     def offsets(self, A, thetas) -> np.ndarray:
         """b(θ) (k, K) of the fixed-normal representation: W(θ) ⊆ {w : A w ≤ b}."""

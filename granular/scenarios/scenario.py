@@ -236,9 +236,12 @@ class Scenario:
         return str(self.path)
 
 
-def names() -> list:
-    """The shipped scenarios."""
-    return sorted(p.stem for p in shipped("sim").glob("*.toml"))
+def names(kind: str = "planar") -> list:
+    """The shipped scenarios of ``kind``: 'planar' (this module's) or '3d' (MuJoCo robots,
+    :mod:`granular.scenarios.scenario3d`)."""
+    from granular.scenarios.scenario3d import is_3d
+
+    return sorted(p.stem for p in shipped("sim").glob("*.toml") if is_3d(p) == (kind == "3d"))
 
 
 def find(name: str) -> Path:
@@ -249,7 +252,7 @@ def find(name: str) -> Path:
     candidate = shipped("sim") / f"{name}.toml"
     if candidate.is_file():
         return candidate
-    raise GranularError(f"unknown scenario {name!r}; known: {', '.join(names())}")
+    raise GranularError(f"unknown scenario {name!r}; known: {', '.join(names())}; 3D: {', '.join(names('3d'))}")
 
 
 def load(name: str) -> Scenario:

@@ -1,0 +1,43 @@
+"""Benchmarks of the 3D paths (``granular bench``): W(θ) ⊂ ℝ⁶ for four feet, and a MuJoCo foot's
+coupled step under both contact laws. Medians of real calls, in microseconds, as :mod:`bench`."""
+from __future__ import annotations
+
+import numpy as np
+
+from granular.apps.bench import median_us
+
+
+def wrench_space(model, contacts: int = 4, repeat: int = 500, seed: int = 0) -> dict:
+    """W(θ) of ``contacts`` feet in one call: the extreme wrenches, the fixed-normal offsets (K = 72),
+    and the exact hull (qhull in ℝ⁶, fewer calls)."""
+    rng = np.random.default_rng(seed)
+    thetas = np.column_stack([rng.uniform(model.d_min, 0.0, contacts) * 0.9, rng.uniform(0.0, model.phi_max, contacts)])
+    A = model.fixed_normals(72)
+    return {"points": {"us_per_call": median_us(lambda: model.points(thetas), repeat)},
+            "fixed-72": {"us_per_call": median_us(lambda: model.offsets(A, thetas), repeat)},
+            "exact": {"us_per_call": median_us(lambda: model.halfspaces(thetas), max(3, repeat // 100), warmup=1)}}
+
+
+def foot_step(scenario: str = "drop3d-tilted", steps: int = 300, settle: float = 0.4) -> dict:
+    """One coupled MuJoCo step of the scenario's foot in the medium (after ``settle`` s, so that it
+    is in contact), per contact law: MuJoCo's stages, θ and Jacobians, the law, and the step."""
+    from granular.scenarios import scenario as scenarios, scenario3d
+    from granular.simulation import mujoco3d
+
+    out = {}
+    for law in ("data-flow", "max-dissipation"):
+        world = scenario3d.build(scenarios.find(scenario), law=law)
+        m, d = world.mj_model, world.mj_data
+        for _ in range(int(settle / m.opt.timestep)):
+            mujoco3d.step(m, d, world.feet, world.terrain)
+        out[law] = {"us_per_step": median_us(lambda: mujoco3d.step(m, d, world.feet, world.terrain), steps, warmup=5)}
+    return out
+
+
+def run(quick: bool = False) -> dict:
+    from granular.learning.catalog import load_model
+
+    model = load_model("sand3d", "3d")
+    repeat = 50 if quick else 500
+    return {"wrench_space_3d_4_contacts": wrench_space(model, repeat=repeat),
+            "single_foot_3d": foot_step(steps=30 if quick else 300, settle=0.05 if quick else 0.4)}
