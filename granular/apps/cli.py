@@ -297,13 +297,18 @@ def cmd_sim(args):
 def _sim3d(args, path):
     from granular.scenarios import scenario3d
 
-    for option in ("out", "plot", "video", "dt", "solver", "representation"):
+    for option in ("out", "video", "dt", "solver", "representation"):
         if getattr(args, option, None):
             raise GranularError(f"--{option}: not for a 3D (MuJoCo) scenario yet; {path.name} is one")
     check_outputs(args, [path])
     world = scenario3d.build(path, medium=args.medium, law=args.contact, duration=args.duration)
     rec = scenario3d.run(world, progress=True)
-    emit(scenario3d.summary(world, rec), args.json, reports.summary)
+    summary = scenario3d.summary(world, rec)
+    if args.plot:
+        from granular.apps import plots3d
+
+        summary["figures"] = plots3d.motion(world, rec, args.plot)
+    emit(summary, args.json, reports.summary)
 
 
 def cmd_ingest(args):

@@ -227,3 +227,32 @@ def foot_wrench(foot: Foot, theta, twists, zeta: float, coeffs=rft.GENERIC, sect
     (ax, ay, az), (fx, fy, fz) = np.moveaxis(pos - foot.r_offset * _axis(phi), -1, 0), np.moveaxis(force, -1, 0)
     parts = (fx, fy, fz, ay * fz - az * fy, az * fx - ax * fz, ax * fy - ay * fx)  # torque about p_r
     return np.stack([np.bincount(k, c.sum(axis=1), minlength=len(twists)) for c in parts], axis=1)
+
+
+def planar_comparison(medium: str = "sand"):
+    """3D-RFT's x–z slice against the planar RFT (:mod:`granular.data.rft`) for planar motions of the
+    shipped foot: rows (θ, twist name, planar (f_x, f_z, τ), 3D slice (f_x, f_z, −τ_y)). They are
+    different theories (the planar foot is extruded by πR/2; the cylinder's side presents 2R)."""
+    from granular.data.media import medium as preset
+    from granular.frames3d import to_3d, to_planar
+
+    m, foot = preset(medium), Foot()
+    s = np.asarray(m.velocity_scale, dtype=float)
+    twists = {"down": (0, -1, 0), "horizontal": (1, 0, 0), "diagonal": (1 / np.sqrt(2), -1 / np.sqrt(2), 0),
+              "rotation": (0, 0, 1)}
+    rows = []
+    for theta in ((-0.03, 0.0), (-0.06, 0.0), (-0.06, 0.3)):
+        for name, u in twists.items():
+            tw = np.asarray(u, dtype=float) * s
+            flat = rft.foot_wrench(foot, theta, tw[None], m.zeta, m.coeffs)[0]
+            spatial = to_planar(foot_wrench(foot, theta, to_3d(tw)[None], m.zeta, m.coeffs))[0]
+            rows.append((theta, name, flat, spatial))
+    return rows
+
+
+if __name__ == "__main__":
+    print("| θ (m, rad) | twist | planar RFT (f_x, f_z, τ) | 3D-RFT slice (f_x, f_z, −τ_y) |")
+    print("|---|---|---|---|")
+    for theta, name, flat, spatial in planar_comparison():
+        print(f"| {theta[0]:g}, {theta[1]:g} | {name} | {', '.join(f'{x:.1f}' for x in flat)} | "
+              f"{', '.join(f'{x:.1f}' for x in spatial)} |")
