@@ -16,6 +16,7 @@ from granular.scenarios import scenario3d  # noqa: E402
 #: feet, position actuators holding the legs straight.
 QUAD = """
 <mujoco model="stranger">
+  <compiler angle="radian"/>
   <option timestep="0.002"/>
   <worldbody>
     <geom name="ground" type="plane" size="3 3 0.1"/>
@@ -66,7 +67,8 @@ def test_the_dropped_foot_settles_without_gaining_energy(law):
     assert summary["energy"]["final_J"] < summary["energy"]["initial_J"]
     depth = summary["feet"]["foot"]["max_depth_m"]
     assert 0.005 < depth < 0.13, "in the medium, within the data's depths"
-    assert abs(summary["feet"]["foot"]["final_theta"][1]) < 0.05, "the tilted foot rights itself"
+    assert world.mj_data.qpos[2] < 0.1, "it lies in the sand"
+    assert summary["feet"]["foot"]["final_theta"][1] > 1.2, "struck on its lower edge, it tips over"
 
 
 def test_a_robot_never_seen_settles_on_sand(tmp_path):
@@ -130,3 +132,17 @@ def stranger_path_missing():
     folder = Path(tempfile.mkdtemp())
     (folder / "s.toml").write_text('[robot]\nmjcf = "absent.xml"\n[granular]\nfeet = ["f"]\n')
     return folder / "s.toml"
+
+
+@pytest.mark.slow
+def test_the_3d_quadruped_trots_forward_on_sand():
+    """quad3d-trot (the planar quad-trot's gait on the 3D RoboSimian, MuJoCo, default law): ≥ 0.5 m
+    forward in 6 s, the torso up, little sideways drift, the feet within the data's depths."""
+    world = scenario3d.build("sim/quad3d-trot.toml")
+    rec = scenario3d.run(world)
+    summary = scenario3d.summary(world, rec)
+    torso = rec["pos"][:, 1]
+    assert torso[-1, 0] - torso[0, 0] > 0.5
+    assert torso[:, 2].min() > 0.7, "the torso stays up"
+    assert abs(torso[-1, 1]) < 0.2, "it trots straight"
+    assert all(f["max_depth_m"] < 0.13 for f in summary["feet"].values())

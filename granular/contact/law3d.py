@@ -142,28 +142,30 @@ def _qp(Minv, H, Jr, v_free, A, ub, free, held):
 
 def _slide(model, Minv, Jr, feet, base, slide, h):
     """Newton's method on v = base + h M⁻¹ Σ_slide J_rᵀ w(θ, J v), the sliding feet's data wrench
-    at their twists; the Jacobian of w by central differences in the twist (w is rate-independent,
-    so its derivative is taken at the twist's own scale). None if it does not converge."""
+    at their twists; the Jacobian of w by central differences in the twist, all feet and axes in
+    one call (w is rate-independent, so its derivative is taken at the twist's own scale). The
+    feet's extreme wrenches are predicted once: θ does not change within the step. None if it
+    does not converge."""
     idx = np.flatnonzero(slide)
-    th = feet.thetas[idx]
+    n = len(idx)
+    th, J, Jri = feet.thetas[idx], feet.J[idx], Jr[idx]
+    points = model.points(th)
     scale = model.dataset.velocity_scale
-
+    stacked = np.repeat(points, 13, axis=0)
+    th13 = np.repeat(th, 13, axis=0)
     v = base.copy()
     for _ in range(NEWTON_STEPS + 1):
-        twists = np.einsum("nap,p->na", feet.J[idx], v)
-        w = model.flow(th, twists)
-        residual = v - base - h * Minv @ np.einsum("nap,na->p", Jr[idx], w)
+        twists = np.einsum("nap,p->na", J, v)
+        size = 1e-6 * np.maximum(np.linalg.norm(twists / scale, axis=1), 1e-3)[:, None] * scale  # (n, 6)
+        probe = np.repeat(twists[:, None, :], 13, axis=1)
+        steps = np.zeros((n, 13, 6))
+        steps[:, 1:7] = np.eye(6) * size[:, None, :]
+        steps[:, 7:] = -np.eye(6) * size[:, None, :]
+        w = model.flow_at(stacked, th13, (probe + steps).reshape(-1, 6)).reshape(n, 13, 6)
+        residual = v - base - h * Minv @ np.einsum("nap,na->p", Jri, w[:, 0])
         if np.abs(residual).max() <= NEWTON_TOLERANCE * max(np.abs(v).max(), 1e-12):
             return v
-        G = np.eye(len(v))
-        for k, i in enumerate(idx):
-            step = 1e-6 * max(np.linalg.norm(twists[k] / scale), 1e-3) * scale
-            dw = np.empty((6, 6))
-            for a in range(6):
-                e = np.zeros(6)
-                e[a] = step[a]
-                dw[:, a] = (model.flow(th[k:k + 1], (twists[k] + e)[None])[0]
-                            - model.flow(th[k:k + 1], (twists[k] - e)[None])[0]) / (2 * step[a])
-            G -= h * Minv @ Jr[i].T @ dw @ feet.J[i]
+        dw = (w[:, 1:7] - w[:, 7:]).transpose(0, 2, 1) / (2 * size[:, None, :])  # (n, 6 wrench, 6 twist)
+        G = np.eye(len(v)) - h * Minv @ np.einsum("nap,nab,nbq->pq", Jri, dw, J)
         v = v - np.linalg.solve(G, residual)
     return None

@@ -151,9 +151,13 @@ class WrenchSpaceModel3D:
         (k, 2): the data-flow law (:class:`~granular.wrench.flow3d.SphereMap`); zero at rest or out of
         contact."""
         thetas = np.asarray(thetas, dtype=float).reshape(-1, 2)
-        phi = thetas[:, 1]
+        return self.flow_at(self.points(thetas), thetas, twists)
+
+    def flow_at(self, points, thetas, twists) -> np.ndarray:
+        """:meth:`flow` from the extreme wrenches (k, m, 6) already predicted at the configurations."""
+        phi = np.asarray(thetas, dtype=float).reshape(-1, 2)[:, 1]
         arms = self.dataset.foot.r_offset * np.column_stack([-np.sin(phi), np.zeros_like(phi), np.cos(phi)])
-        return self.direction_map.wrenches(self.points(thetas), twists, arms)
+        return self.direction_map.wrenches(points, twists, arms)
 
     def halfspaces(self, thetas):
         """Exact W(θ) for each configuration: a list of (A, b) with A w ≤ b, unit rows, b ≥ 0."""

@@ -51,8 +51,17 @@ class TerrainSection(Schema):
 
 
 class ControlSection(Schema):
-    kind: Literal["none", "pd"] = "none"
+    kind: Literal["none", "pd", "trot"] = "none"
     targets: tuple[Finite, ...] = ()
+    # trot: the planar RoboSimian's gait (granular.scenarios.control.Trot) on a robot whose 12
+    # position actuators are its limbs' hip, knee and ankle (FL, FR, RL, RR = front_1, front_2,
+    # rear_1, rear_2), with the planar spec's link lengths for the legs' inverse kinematics
+    spec: str = "robots/robosimian.toml"
+    period: Positive = 0.8
+    step: Finite = 0.12
+    lift: Finite = 0.15
+    z: Finite = -0.70
+    start: Finite = 1.0
 
 
 class Scenario3DFile(Schema):
@@ -85,6 +94,7 @@ class World:
     mj_data: object
     feet: object
     terrain: object
+    gait: object = None      # (t, torso pitch) -> actuator targets, set before each step
 
 
 def load(path) -> Scenario3DFile:
@@ -109,6 +119,7 @@ def build(path, medium: str | None = None, law: str | None = None, duration: flo
         mj_model.opt.timestep = spec.dt
     wrenches = _medium(path, medium or spec.granular.medium)
     feet = mujoco3d.attach(mj_model, spec.granular.feet, wrenches, law or spec.granular.law, where=str(path))
+    gait = _trot(path, spec.control, mj_model) if spec.control.kind == "trot" else None
     if spec.control.kind == "pd" and len(spec.control.targets) != mj_model.nu:
         raise GranularError(f"{path}: control.targets has {len(spec.control.targets)} values; the model has "
                             f"{mj_model.nu} actuators")
@@ -116,10 +127,34 @@ def build(path, medium: str | None = None, law: str | None = None, duration: flo
     data = mujoco.MjData(mj_model)
     if spec.control.kind == "pd":
         data.ctrl[:] = spec.control.targets
+    if gait is not None:  # standing in the gait's first pose, its joints at their targets
+        data.ctrl[:] = gait(0.0, 0.0)
+        data.qpos[mj_model.jnt_qposadr[mj_model.actuator_trnid[:, 0]]] = data.ctrl
     mujoco.mj_forward(mj_model, data)
     if duration is not None:
         spec = _with_duration(spec, duration)
-    return World(spec, path, mj_model, data, feet, terrain)
+    return World(spec, path, mj_model, data, feet, terrain, gait)
+
+
+def _trot(path, control, mj_model):
+    """The planar trot's joint targets for the MJCF's 12 actuators, in their order."""
+    from granular.foot import Foot
+    from granular.scenarios.control import Trot
+    from granular.scenarios.robots import JOINTS, LIMBS, load_quadruped
+
+    if mj_model.nu != 12:
+        raise GranularError(f"{path}: control kind trot needs 12 actuators (4 limbs × hip, knee, ankle); "
+                            f"the model has {mj_model.nu}")
+    robot = load_quadruped(path.parent / control.spec, Foot())
+    trot = Trot(robot, control.period, control.step, control.lift, control.z, control.start)
+    columns = [robot.joint(limb, joint) - 3 for limb, _ in LIMBS for joint in JOINTS]
+    return lambda t, pitch: trot(t, pitch)[columns]
+
+
+def pitch(mj_data, body: int = 1) -> float:
+    """The planar pitch of a body (counter-clockwise about −y, :mod:`granular.frames3d`)."""
+    R = mj_data.xmat[body].reshape(3, 3)
+    return float(np.arctan2(R[2, 0], R[0, 0]))
 
 
 def _with_duration(spec, duration):
@@ -163,6 +198,8 @@ def run(world, progress: bool = False) -> dict:
     thetas = [s[0] for s in mujoco3d.foot_states(m, d, world.feet, world.terrain)]
     _record(rec, 0, world, thetas)
     for k in tqdm(range(1, steps + 1), desc=world.path.stem, disable=None if progress else True, unit="step"):
+        if world.gait is not None:
+            d.ctrl[:] = world.gait(d.time, pitch(d))
         _, thetas = mujoco3d.step(m, d, world.feet, world.terrain)
         mujoco.mj_fwdPosition(m, d)  # positions and mass matrix after the step, for the record
         _record(rec, k, world, thetas)
