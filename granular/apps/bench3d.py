@@ -34,10 +34,31 @@ def foot_step(scenario: str = "drop3d-tilted", steps: int = 300, settle: float =
     return out
 
 
+def quadruped(scenario: str = "quad3d-trot", steps: int = 200, settle: float = 1.5) -> dict:
+    """One coupled step of the 3D quadruped trotting (four granular feet, MuJoCo included), per law,
+    after ``settle`` s of the gait."""
+    from granular.scenarios import scenario as scenarios, scenario3d
+    from granular.simulation import mujoco3d
+
+    out = {}
+    for law in ("data-flow", "max-dissipation"):
+        world = scenario3d.build(scenarios.find(scenario), law=law)
+        m, d = world.mj_model, world.mj_data
+
+        def one():
+            d.ctrl[:] = world.gait(d.time, scenario3d.pitch(d))
+            mujoco3d.step(m, d, world.feet, world.terrain)
+        for _ in range(int(settle / m.opt.timestep)):
+            one()
+        out[law] = {"us_per_step": median_us(one, steps, warmup=5)}
+    return out
+
+
 def run(quick: bool = False) -> dict:
     from granular.learning.catalog import load_model
 
     model = load_model("sand3d", "3d")
     repeat = 50 if quick else 500
     return {"wrench_space_3d_4_contacts": wrench_space(model, repeat=repeat),
-            "single_foot_3d": foot_step(steps=30 if quick else 300, settle=0.05 if quick else 0.4)}
+            "single_foot_3d": foot_step(steps=30 if quick else 300, settle=0.05 if quick else 0.4),
+            "quadruped_3d": quadruped(steps=20 if quick else 200, settle=0.02 if quick else 1.5)}

@@ -45,13 +45,24 @@ class GranularSection(Schema):
 
 
 class TerrainSection(Schema):
-    kind: Literal["flat", "slope"] = "flat"
+    kind: Literal["flat", "slope", "profile"] = "flat"
     angle: Finite = 0.0
     height: Finite = 0.0
+    points: tuple[tuple[Finite, Finite], ...] = ()   # profile: [x, z] along x, increasing x
+
+
+class InitialSection(Schema):
+    """The robot's first free joint (its base): x and height (m), the planar pitch ``angle`` (rad,
+    counter-clockwise about −y), forward velocity (m/s). Absent: the MJCF's own pose."""
+
+    x: Finite = 0.0
+    height: Finite | None = None
+    angle: Finite = 0.0
+    velocity: Finite = 0.0
 
 
 class ControlSection(Schema):
-    kind: Literal["none", "pd", "trot"] = "none"
+    kind: Literal["none", "pd", "trot", "hold"] = "none"
     targets: tuple[Finite, ...] = ()
     # trot: the planar RoboSimian's gait (granular.scenarios.control.Trot) on a robot whose 12
     # position actuators are its limbs' hip, knee and ankle (FL, FR, RL, RR = front_1, front_2,
@@ -62,6 +73,8 @@ class ControlSection(Schema):
     lift: Finite = 0.15
     z: Finite = -0.70
     start: Finite = 1.0
+    # hold: the planar Hold's ankle targets {limb: [x, z]} relative to the hips (joints locked)
+    legs: dict[str, tuple[Finite, Finite]] = {}
 
 
 class Scenario3DFile(Schema):
@@ -72,6 +85,7 @@ class Scenario3DFile(Schema):
     dt: Positive | None = None
     terrain: TerrainSection = TerrainSection()
     control: ControlSection = ControlSection()
+    initial: InitialSection | None = None
 
 
 def is_3d(path) -> bool:
@@ -119,36 +133,64 @@ def build(path, medium: str | None = None, law: str | None = None, duration: flo
         mj_model.opt.timestep = spec.dt
     wrenches = _medium(path, medium or spec.granular.medium)
     feet = mujoco3d.attach(mj_model, spec.granular.feet, wrenches, law or spec.granular.law, where=str(path))
-    gait = _trot(path, spec.control, mj_model) if spec.control.kind == "trot" else None
+    gait = _gait(path, spec.control, mj_model) if spec.control.kind in ("trot", "hold") else None
     if spec.control.kind == "pd" and len(spec.control.targets) != mj_model.nu:
         raise GranularError(f"{path}: control.targets has {len(spec.control.targets)} values; the model has "
                             f"{mj_model.nu} actuators")
-    terrain = mujoco3d.terrain(spec.terrain.kind, angle=spec.terrain.angle, height=spec.terrain.height)
+    if spec.terrain.kind == "profile" and (len(spec.terrain.points) < 2 or
+                                           np.any(np.diff([x for x, _ in spec.terrain.points]) <= 0)):
+        raise GranularError(f"{path}: terrain.points must be two or more [x, z] with increasing x")
+    terrain = mujoco3d.terrain(spec.terrain.kind, angle=spec.terrain.angle, height=spec.terrain.height,
+                               points=spec.terrain.points)
     data = mujoco.MjData(mj_model)
     if spec.control.kind == "pd":
         data.ctrl[:] = spec.control.targets
     if gait is not None:  # standing in the gait's first pose, its joints at their targets
         data.ctrl[:] = gait(0.0, 0.0)
         data.qpos[mj_model.jnt_qposadr[mj_model.actuator_trnid[:, 0]]] = data.ctrl
+    if spec.initial is not None:
+        _place(path, spec.initial, mj_model, data)
     mujoco.mj_forward(mj_model, data)
     if duration is not None:
         spec = _with_duration(spec, duration)
     return World(spec, path, mj_model, data, feet, terrain, gait)
 
 
-def _trot(path, control, mj_model):
-    """The planar trot's joint targets for the MJCF's 12 actuators, in their order."""
+def _gait(path, control, mj_model):
+    """The planar quadruped's trot or held pose as joint targets for the MJCF's 12 actuators, in
+    their order (FL, FR, RL, RR = front_1, front_2, rear_1, rear_2; hip, knee, ankle each)."""
     from granular.foot import Foot
-    from granular.scenarios.control import Trot
+    from granular.scenarios.control import Hold, Trot
     from granular.scenarios.robots import JOINTS, LIMBS, load_quadruped
 
     if mj_model.nu != 12:
-        raise GranularError(f"{path}: control kind trot needs 12 actuators (4 limbs × hip, knee, ankle); "
-                            f"the model has {mj_model.nu}")
+        raise GranularError(f"{path}: control kind {control.kind} needs 12 actuators (4 limbs × hip, knee, "
+                            f"ankle); the model has {mj_model.nu}")
     robot = load_quadruped(path.parent / control.spec, Foot())
-    trot = Trot(robot, control.period, control.step, control.lift, control.z, control.start)
+    if control.kind == "trot":
+        gait = Trot(robot, control.period, control.step, control.lift, control.z, control.start)
+    else:
+        unknown = set(control.legs) - {limb for limb, _ in LIMBS}
+        if unknown or not control.legs:
+            raise GranularError(f"{path}: control.legs names the limbs {', '.join(l for l, _ in LIMBS)}; "
+                                f"got {', '.join(sorted(control.legs)) or 'none'}")
+        gait = Hold(robot, dict(control.legs))
     columns = [robot.joint(limb, joint) - 3 for limb, _ in LIMBS for joint in JOINTS]
-    return lambda t, pitch: trot(t, pitch)[columns]
+    return lambda t, pitch: gait(t, pitch)[columns]
+
+
+def _place(path, initial, mj_model, data):
+    """Put the base (the model's first joint, a free joint) where [initial] says."""
+    import mujoco
+
+    if mj_model.njnt == 0 or mj_model.jnt_type[0] != mujoco.mjtJoint.mjJNT_FREE:
+        raise GranularError(f"{path}: [initial] places the robot's base: its first joint must be a free joint")
+    data.qpos[0] = initial.x
+    if initial.height is not None:
+        data.qpos[2] = initial.height
+    half = -0.5 * initial.angle  # the planar angle turns about −y
+    data.qpos[3:7] = [np.cos(half), 0.0, np.sin(half), 0.0]
+    data.qvel[0] = initial.velocity
 
 
 def pitch(mj_data, body: int = 1) -> float:

@@ -159,9 +159,25 @@ def slope(angle: float):
     return lambda xy: (float(np.tan(angle) * xy[0]), normal)
 
 
+def profile(points):
+    """Ground whose height along x follows the polyline ``points`` [(x, z), …] (level across y),
+    held level past its ends: the planar scenarios' profile terrain, extruded along y."""
+    xs, zs = np.asarray(points, dtype=float).T
+    slopes = np.diff(zs) / np.diff(xs)
+
+    def at(xy):
+        k = int(np.clip(np.searchsorted(xs, xy[0]) - 1, 0, len(slopes) - 1))
+        grade = slopes[k] if xs[0] <= xy[0] <= xs[-1] else 0.0
+        normal = np.array([-grade, 0.0, 1.0]) / np.hypot(grade, 1.0)
+        return float(np.interp(xy[0], xs, zs)), normal
+    return at
+
+
 def terrain(kind: str, **params):
     if kind == "flat":
         return flat(params.get("height", 0.0))
     if kind == "slope":
         return slope(params["angle"])
-    raise GranularError(f"unknown terrain {kind!r}; choose flat or slope")
+    if kind == "profile":
+        return profile(params["points"])
+    raise GranularError(f"unknown terrain {kind!r}; choose flat, slope or profile")
