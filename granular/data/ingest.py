@@ -429,24 +429,20 @@ def extract(run: Run, foot: Foot, cutoff: float = DEFAULT_CUTOFF_HZ):
     return wrench, quality
 
 
-def assemble(paths, out_medium=None, mapping: Mapping = Mapping.load(), cutoff=DEFAULT_CUTOFF_HZ, m=26,
-             velocity_scale=None, foot: Foot = Foot(), source: str = "ft-rig", progress=False):
-    """A WrenchDataset from runs: good runs fill the grid θ_des × directions, bad ones are reported.
-    ``m``: the directions the runs sample (:func:`~granular.data.sampling.direction_set`: m of the
-    sphere grid, or the directions (m, 3) themselves, say an existing dataset's, so that a new
-    bed's runs average into it)."""
+def _read_and_extract(path, mapping, foot, cutoff):
+    run = read_run(path, mapping)
+    return (run, *extract(run, foot, cutoff))
+
+
+def extract_all(paths, one, progress: bool, desc: str = "ingest"):
+    """``one(path)`` → (run, wrench, quality) of each run (planar or 3D), the bad ones reported and
+    skipped: (samples, the skipped runs' reasons)."""
     from tqdm import tqdm
 
-    if _is_3d(mapping):
-        return _3d().assemble(paths, out_medium, mapping, cutoff, m, velocity_scale, foot, source, progress)
-    directions = direction_set(m)
-    m = len(directions)
-    paths = list({Path(p).resolve(): p for p in paths}.values())  # a run named twice counts once
     samples, skipped = [], []
-    for path in tqdm(paths, desc="ingest", disable=None if progress else True):
+    for path in tqdm(paths, desc=desc, disable=None if progress else True):
         try:
-            run = read_run(path, mapping)
-            w, quality = extract(run, foot, cutoff)
+            run, w, quality = one(path)
             samples.append((run, w, quality))
             if quality["flagged"]:
                 log.warning("%s: passes θ_des at %.3g s, expected %.3g s", path, quality["t_pass"],
@@ -454,6 +450,21 @@ def assemble(paths, out_medium=None, mapping: Mapping = Mapping.load(), cutoff=D
         except BadRun as exc:
             skipped.append(str(exc))
             log.warning("skipped %s", exc)
+    return samples, skipped
+
+
+def assemble(paths, out_medium=None, mapping: Mapping = Mapping.load(), cutoff=DEFAULT_CUTOFF_HZ, m=26,
+             velocity_scale=None, foot: Foot = Foot(), source: str = "ft-rig", progress=False):
+    """A WrenchDataset from runs: good runs fill the grid θ_des × directions, bad ones are reported.
+    ``m``: the directions the runs sample (:func:`~granular.data.sampling.direction_set`: m of the
+    sphere grid, or the directions (m, 3) themselves, say an existing dataset's, so that a new
+    bed's runs average into it)."""
+    if _is_3d(mapping):
+        return _3d().assemble(paths, out_medium, mapping, cutoff, m, velocity_scale, foot, source, progress)
+    directions = direction_set(m)
+    m = len(directions)
+    paths = list({Path(p).resolve(): p for p in paths}.values())  # a run named twice counts once
+    samples, skipped = extract_all(paths, lambda path: _read_and_extract(path, mapping, foot, cutoff), progress)
     if not samples:
         raise GranularError(f"no good runs among the {len(paths)} given")
     scale = _velocity_scale(samples, velocity_scale)

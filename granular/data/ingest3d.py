@@ -434,21 +434,12 @@ def _directions(m, mapping: Mapping3D) -> np.ndarray:
 
 def _extract_all(paths, mapping, foot, cutoff, progress):
     """(run, wrench, quality) of each good run, and the reasons the others were skipped."""
-    from tqdm import tqdm
+    from granular.data.ingest import extract_all
 
-    samples, skipped = [], []
-    for path in tqdm(paths, desc="ingest 3d", disable=None if progress else True):
-        try:
-            run = read_run(path, mapping)
-            w, quality = extract(run, foot, cutoff)
-            samples.append((run, w, quality))
-            if quality["flagged"]:
-                log.warning("%s: passes θ_des at %.3g s, expected %.3g s", path, quality["t_pass"],
-                            quality["t_pass_expected"])
-        except BadRun as exc:
-            skipped.append(str(exc))
-            log.warning("skipped %s", exc)
-    return samples, skipped
+    def one(path):
+        run = read_run(path, mapping)
+        return (run, *extract(run, foot, cutoff))
+    return extract_all(paths, one, progress, desc="ingest 3d")
 
 
 def _place(samples, configs, directions, scale, skipped) -> dict:
