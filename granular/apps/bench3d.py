@@ -62,3 +62,36 @@ def run(quick: bool = False) -> dict:
     return {"wrench_space_3d_4_contacts": wrench_space(model, repeat=repeat),
             "single_foot_3d": foot_step(steps=30 if quick else 300, settle=0.05 if quick else 0.4),
             "quadruped_3d": quadruped(steps=20 if quick else 200, settle=0.02 if quick else 1.5)}
+
+
+def stability(scenario: str = "quad3d-trot", seconds: float = 4.0, steps=(5e-3, 2e-3, 1e-3, 5e-4, 2e-4, 1e-4, 5e-5)) -> dict:
+    """The largest time step at which the scenario's robot still trots (``seconds`` of it, 3 s of
+    gait: the torso above 0.7 m and within 25° of upright throughout, speeds bounded, nothing
+    infinite) under the project's implicit contact and under 3D-RFT applied explicitly each step
+    (:func:`granular.simulation.mujoco3d.explicit_step`), each searched from the largest step down."""
+    from granular.data.media import medium
+    from granular.scenarios import scenario as scenarios, scenario3d
+    from granular.simulation import mujoco3d
+
+    path = scenarios.find(scenario)
+    preset = medium(scenario3d.load(path).granular.medium.removesuffix("3d"))
+
+    def survives(dt, explicit):
+        world = scenario3d.build(path)
+        m, d = world.mj_model, world.mj_data
+        m.opt.timestep = dt
+        for _ in range(int(round(seconds / dt))):
+            d.ctrl[:] = world.gait(d.time, scenario3d.pitch(d))
+            if explicit:
+                mujoco3d.explicit_step(m, d, world.feet, world.terrain, preset)
+            else:
+                mujoco3d.step(m, d, world.feet, world.terrain)
+            upright = d.xmat[1][8]
+            if not np.isfinite(d.qvel).all() or d.qpos[2] < 0.7 or upright < 0.9 or np.abs(d.qvel[:3]).max() > 5.0:
+                return False
+        return True
+
+    out = {}
+    for name, explicit in (("implicit_dt_s", False), ("explicit_dt_s", True)):
+        out[name] = next((dt for dt in steps if survives(dt, explicit)), None)
+    return out

@@ -443,6 +443,8 @@ def cmd_bench(args):
 
     results = bench.run(quick=args.quick)
     results.update(bench3d.run(quick=args.quick))
+    if args.stability:
+        results["stability"] = bench3d.stability()
     if args.scaling:
         from granular.apps import plots
 
@@ -678,6 +680,8 @@ def build_parser():
                    help="also find each compliant law's largest stable time step (drop-upright; a few minutes)")
     b.add_argument("--batch", action="store_true",
                    help="also time batches of 1, 16, 256 and 1024 quadrupeds on the cores (needs gymnasium)")
+    b.add_argument("--stability", action="store_true",
+                   help="also the largest time step at which quad3d-trot trots, implicit contact against explicit 3D-RFT")
     b.add_argument("--plot", help="with --scaling: write the scaling figure (.png)")
     b.set_defaults(func=cmd_bench)
     return p

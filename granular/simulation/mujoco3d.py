@@ -181,3 +181,35 @@ def terrain(kind: str, **params):
     if kind == "profile":
         return profile(params["points"])
     raise GranularError(f"unknown terrain {kind!r}; choose flat, slope or profile")
+
+
+#: The explicit baseline's regularisation: below this speed of p_center (m/s) 3D-RFT's
+#: rate-independent wrench is scaled down in proportion (at rest its direction is undefined).
+EXPLICIT_SPEED = 1e-3
+
+
+def explicit_step(mj_model, mj_data, feet: GranularFeet, terrain, medium):
+    """One step with 3D-RFT's wrench applied explicitly at the step's start (the approach of open
+    MuJoCo-RFT implementations; a baseline for ``granular bench``, not a contact law of this
+    project): each foot in contact gets ``rft3d.foot_wrench`` for its current twist as a
+    generalized force, and MuJoCo integrates. ``medium``: an RFT preset (:mod:`granular.data.media`)."""
+    import mujoco
+
+    from granular.data import rft3d
+
+    mj_data.qfrc_applied[:] = 0.0
+    mujoco.mj_step1(mj_model, mj_data)
+    jacp, jacr = np.zeros((3, mj_model.nv)), np.zeros((3, mj_model.nv))
+    foot = feet.model.dataset.foot
+    for k, (theta, R, p_center, _) in enumerate(foot_states(mj_model, mj_data, feet, terrain)):
+        if theta[0] >= 0:
+            continue
+        mujoco.mj_jac(mj_model, mj_data, jacp, jacr, p_center, mj_model.geom_bodyid[feet.geoms[k]])
+        J = R.T @ np.vstack([jacp, jacr])
+        twist = J @ mj_data.qvel
+        speed = np.linalg.norm(twist[:3])
+        w = rft3d.foot_wrench(foot, theta, twist[None], medium.zeta, medium.coeffs)[0] * min(1.0, speed / EXPLICIT_SPEED)
+        arm = foot.r_offset * np.array([-np.sin(theta[1]), 0.0, np.cos(theta[1])])
+        Jr = law3d.Feet(theta[None], J[None], arm[None], np.zeros((1, 6))).Jr[0]
+        mj_data.qfrc_applied += Jr.T @ w
+    mujoco.mj_step2(mj_model, mj_data)
