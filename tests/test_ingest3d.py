@@ -71,7 +71,8 @@ def make_run(tmp_path, name, theta_des, direction, fmt="csv", noise=0.01, rate=2
     v = np.asarray(direction) * SCALE
     t = np.arange(0, t_total, 1 / rate)
     s = t - 0.8 * t_total
-    z, phi = theta_des[0] + v[2] * s, theta_des[1] - v[4] * s  # φ̇ = −ω_y (the tilt turns about −y)
+    # p_center's height: θ_des's d is the foot's lowest point's (frames3d); φ̇ = −ω_y (about −y)
+    z, phi = rft3d.center_height(Foot(), theta_des) + v[2] * s, theta_des[1] - v[4] * s
     w_true = truth(np.asarray(theta_des), v)
     h = 0.05
     rate_w = (truth((theta_des[0] + v[2] * h, theta_des[1] - v[4] * h), v)

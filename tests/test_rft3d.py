@@ -144,17 +144,29 @@ def test_large_components_have_the_planar_sign_for_tilts(theta):
     large (over a quarter of its largest) for planar RFT has the same sign in 3D."""
     foot = Foot()
     tw = random_twists(60, seed=2)[:, [0, 2, 4]]
-    p = rft.foot_wrench(foot, theta, tw, 1.2)
-    s = to_planar(rft3d.foot_wrench(foot, theta, to_3d(tw), 1.2))
+    p = rft.foot_wrench(foot, theta, tw, 1.2)  # planar θ: p_center's depth; 3D θ: the lowest point's
+    lowest = (theta[0] - foot.radius * abs(np.sin(theta[1])), theta[1])
+    s = to_planar(rft3d.foot_wrench(foot, lowest, to_3d(tw), 1.2))
     large = np.abs(p) > 0.25 * np.abs(p).max(axis=0)
     assert large[:, 2].sum() >= 10
     np.testing.assert_array_equal(np.sign(s[large]), np.sign(p[large]))
 
 
-@pytest.mark.parametrize("theta", [(0.1, 0.3), (0.06, 1.2), (0.001, 0.0)])
+@pytest.mark.parametrize("theta", [(0.1, 0.3), (0.06, 1.2), (0.001, 0.0), (0.001, 0.5)])
 def test_zero_out_of_the_medium(theta):
     w = rft3d.foot_wrench(Foot(), theta, random_twists(), 1.2)
     assert w.shape == (40, 6) and not w.any()
+
+
+def test_a_tilted_foot_is_in_contact_as_soon_as_its_edge_is_buried():
+    """θ's d is the lowest point's: a foot tilted 0.5 rad with its rim 1 mm deep resists a push down
+    (its p_center is still 23 mm above the sand, where the planar θ would call it out of contact)."""
+    foot = Foot()
+    down = np.array([[0.0, 0.0, -0.02, 0.0, 0.0, 0.0]])
+    assert rft3d.center_height(foot, (-0.001, 0.5)) == pytest.approx(-0.001 + 0.05 * np.sin(0.5))
+    assert rft3d.foot_wrench(foot, (-0.001, 0.5), down, 1.2)[0, 2] > 0
+    deeper = [rft3d.foot_wrench(foot, (d, 0.5), down, 1.2)[0, 2] for d in (-0.001, -0.005, -0.02)]
+    assert np.all(np.diff(deeper) > 0)
 
 
 @pytest.mark.parametrize("theta", [(-0.01, 0.0), (-0.06, 0.3), (-0.13, -0.6), (-0.1, 1.5)])
@@ -200,7 +212,7 @@ def test_doubling_the_elements_changes_the_wrench_little(theta):
 def brute_force(foot, theta, twists, zeta, n=160, sectors=360, rows=1200):
     """The same stress law summed over a fine grid of midpoints that knows nothing of segments: discs cut
     into n × n squares, the wall into sectors × rows patches, each counted if its midpoint leads."""
-    d, phi = theta
+    d, phi = rft3d.center_height(foot, theta), theta[1]  # θ's d is the lowest point's
     axis, side, y = np.array([-np.sin(phi), 0, np.cos(phi)]), np.array([np.cos(phi), 0, np.sin(phi)]), np.eye(3)[1]
     r, length = foot.radius, foot.length
     g = ((np.arange(n) + 0.5) / n) * 2 - 1

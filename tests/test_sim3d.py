@@ -108,7 +108,7 @@ def test_a_3d_scenario_refuses_the_planar_only_options(tmp_path):
 
 
 def test_the_coupling_sees_the_foot_as_the_planar_frame_does():
-    """θ of a cylinder tilted about y in MuJoCo is the planar θ: d of its lower end face's centre, φ the tilt."""
+    """θ of a cylinder tilted about y in MuJoCo: d of its lowest point (the bottom disc's rim), φ the tilt."""
     import mujoco
 
     from granular.simulation import mujoco3d
@@ -120,7 +120,7 @@ def test_the_coupling_sees_the_foot_as_the_planar_frame_does():
     mujoco.mj_forward(m, d)
     (theta, R, p_center, axis), = mujoco3d.foot_states(m, d, world.feet, world.terrain)
     assert theta[1] == pytest.approx(0.3)
-    assert theta[0] == pytest.approx(-0.15 * np.cos(0.3))
+    assert theta[0] == pytest.approx(-0.15 * np.cos(0.3) - 0.05 * np.sin(0.3))
     # the axis leans towards +x, so F_c3's x (the tilt's direction, opposite the lean) is −x
     assert R[:3, 0] == pytest.approx([-1.0, 0.0, 0.0], abs=1e-12)
     with pytest.raises(GranularError, match="no such file"):

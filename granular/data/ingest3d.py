@@ -254,7 +254,8 @@ class Run3D:
 
     path: Path
     t: np.ndarray
-    pose: np.ndarray            # (k, 2): height z of p_center above the surface (m), tilt φ (rad)
+    pose: np.ndarray            # (k, 2): height z of p_center above the surface (m), tilt φ (rad); θ_des's d
+                                #   is the lowest point's (frames3d)
     wrench: np.ndarray          # (k, 6): sensor frame, torque about the sensor origin; signs applied
     theta_des: np.ndarray       # (d, φ)
     v_des: np.ndarray           # (6,) twist of p_center in F_c3: commanded, or the record's steady mean
@@ -370,9 +371,11 @@ def extract(run: Run3D, foot: Foot = Foot(), cutoff: float = DEFAULT_CUTOFF_HZ):
     _check(run, cutoff)
     smooth = lowpass_samples(run.t, run.wrench, cutoff)
     residual = float(np.sqrt(np.mean((run.wrench - smooth) ** 2)))
-    # the planar pass finder reads (x, z, φ) poses and (v_x, v_z, ω) rates; x is never used, φ̇ = −ω_y
+    # the planar pass finder reads (x, z, φ) poses and (v_x, v_z, ω) rates; x is never used, φ̇ = −ω_y;
+    # a 3D θ's d is the foot's lowest point's (frames3d), R sin|φ| below the recorded p_center
+    lowest = run.pose[:, 0] - foot.radius * np.abs(np.sin(run.pose[:, 1]))
     planar = SimpleNamespace(path=run.path, t=run.t, theta_des=run.theta_des, t_total=run.t_total,
-                             pose=np.column_stack([np.zeros(len(run.t)), run.pose]),
+                             pose=np.column_stack([np.zeros(len(run.t)), lowest, run.pose[:, 1]]),
                              v_des=np.array([run.v_des[0], run.v_des[2], -run.v_des[4]]))
     t_star, lag = _pass_time(planar)
     w_s = np.array([np.interp(t_star, run.t, smooth[:, k]) for k in range(6)])

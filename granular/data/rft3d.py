@@ -3,8 +3,8 @@
 Frames. F_c3 is right-handed, z up (the surface normal), x the horizontal direction the tilt is
 measured in, y = z × x. Drawn as the planar frame of :mod:`granular.frames` (x right, z up), y points
 *into* the drawing, so the planar counter-clockwise sense is a rotation about −y. θ = (d, φ): d is the
-height of p_center (centre of the bottom disc) above the surface at z = 0 (negative: below), φ the
-tilt; the axis p_center → p_r points along (−sin φ, 0, cos φ), so that the x–z slice is the planar
+height of the foot's lowest point (the bottom disc's rim, R sin|φ| below p_center, the disc's
+centre) above the surface at z = 0 (negative: below; :func:`center_height`), φ the tilt; the axis p_center → p_r points along (−sin φ, 0, cos φ), so that the x–z slice is the planar
 frame. Twists (v_x, v_y, v_z, ω_x, ω_y, ω_z) are of p_center in F_c3 (m/s, rad/s); wrenches
 (f_x, f_y, f_z, τ_x, τ_y, τ_z) in N and N·m, the torque about p_r. Planar (f_x, f_z, τ) ↔
 (f_x, 0, f_z, 0, −τ, 0) and planar (v_x, v_z, ω) ↔ (v_x, 0, v_z, 0, −ω, 0) (:func:`granular.frames3d.to_3d`,
@@ -130,6 +130,13 @@ def _in_plane(nx, ny, nz, ux, uy, uz, ex, ey, coeffs):
     return np.stack([h * ex + s * ey, h * ey - s * ex, f23 * a_z], axis=-1)
 
 
+def center_height(foot: Foot, theta) -> float:
+    """p_center's height above the surface for a 3D θ = (d, φ), d being the lowest point's: the
+    bottom disc's rim lies R sin|φ| below its centre (|φ| ≤ π/2; a foot tipped further is taken end
+    for end, :mod:`granular.frames3d`)."""
+    return float(theta[0]) + foot.radius * abs(np.sin(float(theta[1])))
+
+
 @lru_cache
 def _gauss(nodes: int):
     return np.polynomial.legendre.leggauss(nodes)
@@ -190,7 +197,9 @@ def foot_wrench(foot: Foot, theta, twists, zeta: float, coeffs=rft.GENERIC, sect
                 nodes: int = NODES):
     """Quasi-static 3D-RFT resistance wrenches (k, 6) on the cylindrical foot at θ = (d, φ) for twists
     (k, 6) of p_center, both in F_c3 (module docstring): :func:`stress_per_depth` × depth × area
-    integrated over the buried surface (depth = −z, the surface at z = 0), torques about p_r.
+    integrated over the buried surface (depth = −z, the surface at z = 0), torques about p_r. In 3D,
+    d is the height of the foot's lowest point, the bottom disc's rim R sin|φ| below p_center
+    (:func:`center_height`), so that a tilted foot is in contact as soon as its edge is buried.
 
     Each segment of :func:`_segments` is integrated, per twist, over the part that is both buried and
     leading, found exactly (both are intervals), with ``nodes`` Gauss–Legendre nodes; the sectors are
@@ -199,7 +208,7 @@ def foot_wrench(foot: Foot, theta, twists, zeta: float, coeffs=rft.GENERIC, sect
     twists = np.atleast_2d(np.asarray(twists, dtype=float))
     if twists.ndim != 2 or twists.shape[1] != 6:
         raise GranularError(f"3D twists must be (k, 6) arrays, got shape {twists.shape}")
-    d, phi = float(theta[0]), float(theta[1])
+    d, phi = center_height(foot, theta), float(theta[1])
     t = _sector_start(foot, d, phi, twists)[:, None] + 2 * np.pi * (np.arange(sectors) + 0.5) / sectors
     segments = _segments(foot, d, phi, t)
     if segments is None:
@@ -231,8 +240,9 @@ def foot_wrench(foot: Foot, theta, twists, zeta: float, coeffs=rft.GENERIC, sect
 
 def planar_comparison(medium: str = "sand"):
     """3D-RFT's x–z slice against the planar RFT (:mod:`granular.data.rft`) for planar motions of the
-    shipped foot: rows (θ, twist name, planar (f_x, f_z, τ), 3D slice (f_x, f_z, −τ_y)). They are
-    different theories (the planar foot is extruded by πR/2; the cylinder's side presents 2R)."""
+    shipped foot: rows (planar θ, twist name, planar (f_x, f_z, τ), 3D slice (f_x, f_z, −τ_y)), the
+    3D foot placed as the planar one (its θ's d taken at the lowest point). They are different
+    theories (the planar foot is extruded by πR/2; the cylinder's side presents 2R)."""
     from granular.data.media import medium as preset
     from granular.frames3d import to_3d, to_planar
 
@@ -244,8 +254,9 @@ def planar_comparison(medium: str = "sand"):
     for theta in ((-0.03, 0.0), (-0.06, 0.0), (-0.06, 0.3)):
         for name, u in twists.items():
             tw = np.asarray(u, dtype=float) * s
-            flat = rft.foot_wrench(foot, theta, tw[None], m.zeta, m.coeffs)[0]
-            spatial = to_planar(foot_wrench(foot, theta, to_3d(tw)[None], m.zeta, m.coeffs))[0]
+            flat = rft.foot_wrench(foot, theta, tw[None], m.zeta, m.coeffs)[0]  # planar θ: p_center's depth
+            lowest = (theta[0] - foot.radius * abs(np.sin(theta[1])), theta[1])
+            spatial = to_planar(foot_wrench(foot, lowest, to_3d(tw)[None], m.zeta, m.coeffs))[0]
             rows.append((theta, name, flat, spatial))
     return rows
 

@@ -46,6 +46,8 @@ class GranularFeet:
     names: tuple
     half_length: np.ndarray  # m: p_center's distance from the geom's centre along its axis
     round: np.ndarray        # bool: a sphere, whose axis is taken along the surface normal
+    radius: np.ndarray       # m
+    shape: np.ndarray        # mjtGeom ids
     model: object            # WrenchSpaceModel3D
     law: str = law3d.DEFAULT_LAW
 
@@ -75,14 +77,17 @@ def attach(mj_model, names, wrench_model, law=law3d.DEFAULT_LAW, where="scenario
                      SHAPES["capsule"]: float(mj_model.geom_size[gid, 1]) + radius, SHAPES["sphere"]: radius}[shape])
         mj_model.geom_contype[gid] = 0
         mj_model.geom_conaffinity[gid] = 0
-    rounds = np.array([int(mj_model.geom_type[g]) == SHAPES["sphere"] for g in ids])
-    return GranularFeet(np.array(ids), tuple(names), np.array(half), rounds, wrench_model, law)
+    shapes = np.array([int(mj_model.geom_type[g]) for g in ids])
+    return GranularFeet(np.array(ids), tuple(names), np.array(half), shapes == SHAPES["sphere"],
+                        np.array([float(mj_model.geom_size[g, 0]) for g in ids]), shapes, wrench_model, law)
 
 
 def foot_states(mj_model, mj_data, feet: GranularFeet, terrain):
-    """Per foot: θ (2,), the rotation R (6, 6) from F_c3 to world axes, p_center (3,) and the axis (3,)."""
+    """Per foot: θ (2,), the rotation R (6, 6) from F_c3 to world axes, p_center (3,) and the axis (3,).
+    θ's d is the height of the foot's lowest point (a cylinder's bottom rim, a capsule's or sphere's
+    lowest point; :func:`granular.data.rft3d.center_height`)."""
     out = []
-    for gid, half, round_ in zip(feet.geoms, feet.half_length, feet.round):
+    for gid, half, round_, radius, shape in zip(feet.geoms, feet.half_length, feet.round, feet.radius, feet.shape):
         axis = mj_data.geom_xmat[gid].reshape(3, 3)[:, 2].copy()
         if round_:
             axis = terrain(mj_data.geom_xpos[gid][:2])[1]
@@ -94,6 +99,7 @@ def foot_states(mj_model, mj_data, feet: GranularFeet, terrain):
         phi, psi = tilt_frame(S.T @ axis)
         R = np.kron(np.eye(2), S) @ azimuth_rotation(psi)
         d = (p_center - np.array([p_center[0], p_center[1], height])) @ normal
+        d -= radius * (np.sin(phi) if shape == SHAPES["cylinder"] else 1.0 - np.cos(phi))  # to the lowest point
         out.append((np.array([d, phi]), R, p_center, axis))
     return out
 
