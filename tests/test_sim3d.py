@@ -158,3 +158,13 @@ def test_the_3d_quadruped_slides_down_the_slope_and_stops():
     assert torso[-1, 0] - torso[0, 0] > 0.03, "it slides down the slope"
     assert np.abs(world.mj_data.qvel).max() < 1e-3, "and stops"
     assert torso[-1, 2] > 1.0 and abs(torso[-1, 1]) < 0.01, "upright, straight"
+
+
+@pytest.mark.slow
+def test_the_hexapod_walks_on_alternating_tripods():
+    world = scenario3d.build("sim/hexapod-walk.toml")
+    rec = scenario3d.run(world)
+    body = rec["pos"][:, 1]
+    assert body[-1, 0] - body[0, 0] > 1.0, "it walks forward"
+    assert body[:, 2].min() > 0.35 and abs(body[-1, 1]) < 0.2, "body up, heading kept"
+    assert np.all(-rec["theta"][:, :, 0] < 0.13), "feet within the data's depths"

@@ -62,7 +62,7 @@ class InitialSection(Schema):
 
 
 class ControlSection(Schema):
-    kind: Literal["none", "pd", "trot", "hold"] = "none"
+    kind: Literal["none", "pd", "trot", "hold", "tripod"] = "none"
     targets: tuple[Finite, ...] = ()
     # trot: the planar RoboSimian's gait (granular.scenarios.control.Trot) on a robot whose 12
     # position actuators are its limbs' hip, knee and ankle (FL, FR, RL, RR = front_1, front_2,
@@ -75,6 +75,10 @@ class ControlSection(Schema):
     start: Finite = 1.0
     # hold: the planar Hold's ankle targets {limb: [x, z]} relative to the hips (joints locked)
     legs: dict[str, tuple[Finite, Finite]] = {}
+    # tripod: a hexapod's alternating tripods (12 actuators: yaw, lift per leg, legs left-front,
+    # right-front, left-middle, right-middle, left-rear, right-rear), period as the trot's
+    swing: Finite = 0.3              # rad: each leg's yaw stroke is ±swing
+    lift_angle: Finite = 0.4             # rad: the lift joint's angle at mid-swing
 
 
 class Scenario3DFile(Schema):
@@ -133,7 +137,8 @@ def build(path, medium: str | None = None, law: str | None = None, duration: flo
         mj_model.opt.timestep = spec.dt
     wrenches = _medium(path, medium or spec.granular.medium)
     feet = mujoco3d.attach(mj_model, spec.granular.feet, wrenches, law or spec.granular.law, where=str(path))
-    gait = _gait(path, spec.control, mj_model) if spec.control.kind in ("trot", "hold") else None
+    gait = (_gait(path, spec.control, mj_model) if spec.control.kind in ("trot", "hold")
+            else _tripod(path, spec.control, mj_model) if spec.control.kind == "tripod" else None)
     if spec.control.kind == "pd" and len(spec.control.targets) != mj_model.nu:
         raise GranularError(f"{path}: control.targets has {len(spec.control.targets)} values; the model has "
                             f"{mj_model.nu} actuators")
@@ -177,6 +182,30 @@ def _gait(path, control, mj_model):
         gait = Hold(robot, dict(control.legs))
     columns = [robot.joint(limb, joint) - 3 for limb, _ in LIMBS for joint in JOINTS]
     return lambda t, pitch: gait(t, pitch)[columns]
+
+
+def _tripod(path, control, mj_model):
+    """Alternating tripods (left-front, right-middle, left-rear against the others): each leg swings
+    its yaw forward by 2 × swing with the lift joint raised (a half sine up to ``lift_angle``) for half a
+    period, then pushes back on the ground for the other half; ``start`` s of standing first."""
+    if mj_model.nu != 12:
+        raise GranularError(f"{path}: control kind tripod needs 12 actuators (6 legs × yaw, lift); "
+                            f"the model has {mj_model.nu}")
+    shift = np.array([0.0, 0.5, 0.5, 0.0, 0.0, 0.5])   # tripods: lf, rm, lr | rf, lm, rr
+    forward = np.array([-1.0, 1.0, -1.0, 1.0, -1.0, 1.0])  # a left leg's yaw is backwards about +z
+
+    def targets(t, pitch):
+        out = np.zeros(12)
+        if t < control.start:
+            return out
+        phase = ((t - control.start) / control.period + shift) % 1.0
+        swinging = phase < 0.5
+        s = np.where(swinging, phase / 0.5, (phase - 0.5) / 0.5)
+        stroke = np.where(swinging, s - 0.5, 0.5 - s) * 2 * control.swing
+        out[0::2] = forward * stroke
+        out[1::2] = np.where(swinging, control.lift_angle * np.sin(np.pi * s), 0.0)
+        return out
+    return targets
 
 
 def _place(path, initial, mj_model, data):
