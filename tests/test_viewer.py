@@ -148,3 +148,23 @@ def test_a_foot_number_past_the_scenarios_feet_does_not_stop_the_simulation(brow
         proc.send_signal(signal.SIGINT)
         out = proc.communicate(timeout=30)[0]
     assert "Traceback" not in out and "Exception" not in out, out
+
+
+def test_a_3d_scenario_runs_live_in_the_viewer(browser):
+    """quad3d-trot in the browser: the MuJoCo robot and its granular feet drawn, time advancing."""
+    proc, url = start("quad3d-trot")
+    try:
+        page = browser.new_page(viewport={"width": 1000, "height": 700})
+        page.goto(url)
+        page.get_by_text("t = ").first.wait_for(timeout=60_000)
+        assert status(page)[0] == 0.0 and "sand" in status(page)[1]
+        page.get_by_role("button", name="Start / pause").click()
+        page.wait_for_timeout(3000)
+        t, text = status(page)
+        assert t > 0.05, "the simulation advances"
+        assert "4 feet in the medium" in text
+        assert not_blank(page.screenshot())
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out = proc.communicate(timeout=30)[0]
+    assert proc.returncode == 0 and "granular viewer stopped" in out, out

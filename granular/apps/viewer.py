@@ -311,13 +311,24 @@ def serve(scenario="quad-trot", medium=None, replay=None, host="127.0.0.1", port
     """Start the viewer and block until Ctrl-C."""
     import viser
 
+    from granular.scenarios.scenario3d import is_3d
+
     run = runfile.read(replay) if replay else None  # a bad file fails before the server starts
-    scenarios.find(scenario)
+    path = scenarios.find(scenario)
+    spatial = is_3d(path)
+    if spatial and (replay or medium):
+        raise GranularError(f"{path.name} is a 3D (MuJoCo) scenario: the viewer runs it live, with its own medium "
+                            "(no --replay, no --medium yet)")
     server = viser.ViserServer(host=host, port=port, verbose=False)
-    server.initial_camera.position = (0.0, -2.6, 0.6)
-    server.initial_camera.look_at = (0.0, 0.0, 0.4)
+    server.initial_camera.position = (0.0, -4.0, 1.6) if spatial else (0.0, -2.6, 0.6)
+    server.initial_camera.look_at = (0.0, 0.0, 0.5) if spatial else (0.0, 0.0, 0.4)
     server.initial_camera.up = (0.0, 0.0, 1.0)
-    app = Replay(server, run) if run else Live(server, scenario, medium)
+    if spatial:
+        from granular.apps.viewer3d import Live3D
+
+        app = Live3D(server, path)
+    else:
+        app = Replay(server, run) if run else Live(server, scenario, medium)
     url = f"http://{host}:{server.get_port()}"
     print(f"granular viewer at {url} (Ctrl-C to stop)", flush=True)
     if browser:
