@@ -419,6 +419,12 @@ def cmd_validate(args):
     emit(result, args.json, reports.validate)
 
 
+def cmd_calibrate(args):
+    from granular.apps.calibrating import cmd_calibrate as calibrate
+
+    calibrate(args)
+
+
 def cmd_view(args):
     import socket
 
@@ -624,6 +630,16 @@ def build_parser():
     a.add_argument("--seeds", type=lambda t: [_number(1, 2**31 - 1, kind=int)(n) for n in t.split(",") if n.strip()],
                    help="dem-paths: comma-separated bed seeds, one bed each (default: 1,2,3)")
     a.set_defaults(func=cmd_acquire)
+
+    k = sub.add_parser("calibrate", help="scale a medium's forces to your own runs (one fitted constant, as RFT's ζ)")
+    k.add_argument("model", help="sand, pebbles, beads, or a model file (.h5)")
+    k.add_argument("runs", nargs="+", help="recorded runs in your medium (as validate reads them: .csv + .json, .h5, bags)")
+    k.add_argument("--out", required=True, help="the calibrated model to write (.h5)")
+    k.add_argument("--mapping", help="TOML mapping of your column names, units, sign and bag topics (as for ingest)")
+    k.add_argument("--contact", choices=["data-flow", "max-dissipation"], default=DEFAULT_LAW)
+    k.add_argument("--cutoff", type=_number(0, 1e6, low_open=True), default=50.0, help="low-pass cutoff (Hz)")
+    k.add_argument("--json", action="store_true")
+    k.set_defaults(func=cmd_calibrate)
 
     c = sub.add_parser("validate", help="score a model's wrenches against recorded trajectories (held-out DEM runs)")
     c.add_argument("model", help="sand, pebbles, beads, or a model file (.h5); for 3D paths sand3d, pebbles3d")
