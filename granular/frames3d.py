@@ -72,6 +72,13 @@ def tilt_frame(axis) -> tuple[float, float]:
     return phi, psi
 
 
+def pitch(R) -> float:
+    """The planar pitch of a body whose rotation (world from body) is R (3, 3): the angle of its x
+    axis above the horizontal, counter-clockwise about −y as in the plane, whatever its yaw."""
+    R = np.asarray(R, dtype=float).reshape(3, 3)
+    return float(np.arctan2(R[2, 0], np.hypot(R[2, 1], R[2, 2])))
+
+
 def cross(r, f) -> np.ndarray:
     """r × f for (…, 3) arrays."""
     return np.cross(np.asarray(r, dtype=float), np.asarray(f, dtype=float))

@@ -162,7 +162,7 @@ def test_a_3d_scenario_runs_live_in_the_viewer(browser):
         page.wait_for_timeout(3000)
         t, text = status(page)
         assert t > 0.05, "the simulation advances"
-        assert "4 feet in the medium" in text
+        assert "4 feet in the medium" in text or "2 feet in the medium" in text, text  # standing, or trotting
         assert not_blank(page.screenshot())
     finally:
         proc.send_signal(signal.SIGINT)

@@ -12,7 +12,12 @@ def cmd_calibrate(args):
     from granular.learning.catalog import load_model
     from granular.scenarios import calibration, validation
 
-    check_outputs(args, list(args.runs) + ([args.mapping] if args.mapping else []))
+    from pathlib import Path
+
+    from granular.data.ingest import sidecar_path
+
+    inputs = list(args.runs) + [sidecar_path(r) for r in args.runs] + ([args.mapping] if args.mapping else [])
+    check_outputs(args, inputs + ([args.model] if Path(args.model).is_file() else []))
     for run in args.runs:
         if is_path3d(run):
             raise GranularError(f"{run}: a 3D path; calibrate takes planar validation runs (3D models: not yet)")

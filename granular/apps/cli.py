@@ -121,13 +121,14 @@ def _directions_or_dataset(text: str):
     return text if text.lower().endswith(".h5") else _directions(text)
 
 
-def _sampled_directions(value):
-    """--directions as the data functions take it: m, or the named dataset's directions."""
+def _sampled_directions(value, kind=None):
+    """--directions as the data functions take it: m, or the named dataset's directions (of the
+    wrench space ``kind``, None: either, as ingest's mapping decides)."""
     if not isinstance(value, str):
         return value
     from granular.data import dataset as wd
 
-    return wd.read(value, kind=None).directions
+    return wd.read(value, kind=kind).directions
 
 
 def cmd_synth(args):
@@ -367,7 +368,7 @@ def cmd_acquire(args):
         raise GranularError("--paths and --seeds belong to `granular acquire dem-paths`")
     check_outputs(args)
     _check_scheduler(args)
-    ds = dem.acquire_dataset(args.out, args.medium, bed, args.depths, args.tilts, _sampled_directions(args.directions),
+    ds = dem.acquire_dataset(args.out, args.medium, bed, args.depths, args.tilts, _sampled_directions(args.directions, "planar"),
                              args.t_total,
                              args.cutoff, workdir=args.workdir, workers=args.workers, scheduler=args.scheduler,
                              insert_speed=args.insert_speed, threads=args.threads, batch=args.batch,

@@ -22,6 +22,7 @@ import numpy as np
 from granular.apps import rewards
 from granular.apps.gym import OBSERVATION_LIMITS as PLANAR_LIMITS, gymnasium, spaces  # its import's clear error
 from granular.errors import GranularError
+from granular.frames3d import pitch as pitch_of
 
 ENV_ID = "granular/Quadruped3D-v0"
 RESET_WIDTHS = {"joints": 0.05, "height": 0.02, "velocity": 0.05}
@@ -41,17 +42,23 @@ class Quadruped3DEnv(gymnasium.Env):
                             ("action_scale", action_scale), ("fall_height", fall_height), ("fall_tilt", fall_tilt)):
             if not (np.isfinite(value) and value > 0):
                 raise GranularError(f"{name} must be a positive number, got {value!r}")
+        if not (np.isfinite(reset_noise) and reset_noise >= 0):
+            raise GranularError(f"reset_noise must be a non-negative number, got {reset_noise!r}")
         path = scenarios.find(scenario)
         if not scenario3d.is_3d(path):
             raise GranularError(f"{scenario!r} is a planar scenario; Quadruped3D-v0 needs a 3D one (quad3d-trot)")
         self._path, self._law, self.reset_noise = path, contact, reset_noise
         world = scenario3d.build(path, law=contact)
-        if world.gait is None or world.mj_model.nu != 12:
-            raise GranularError(f"{path}: the environment needs a quadruped scenario with a gait (control kind trot)")
+        if world.spec.control.kind not in ("trot", "hold") or len(world.feet.names) != 4:
+            raise GranularError(f"{path}: the environment needs a quadruped scenario (4 granular feet, control kind "
+                                f"trot or hold), e.g. quad3d-trot")
         self.task = rewards.task(task).with_(**weights)
         self.action_scale, self.fall_height, self.fall_tilt = action_scale, fall_height, fall_tilt
         dt = world.mj_model.opt.timestep
-        self.substeps = max(1, int(round(control_period / dt)))
+        self.substeps = int(round(control_period / dt))
+        if self.substeps < 1 or abs(self.substeps * dt - control_period) > 1e-9 * max(1.0, control_period):
+            raise GranularError(f"control_period {control_period!r} s must be a whole number of the scenario's "
+                                f"time steps ({dt:g} s)")
         self.control_period = self.substeps * dt
         self.max_steps = max(1, int(round(episode_seconds / self.control_period)))
         self.nominal = world.gait(0.0, 0.0).copy()
@@ -90,14 +97,17 @@ class Quadruped3DEnv(gymnasium.Env):
 
         if not self._begun:
             raise GranularError("call reset() before step()")
-        a = np.asarray(action, dtype=float).reshape(-1)
+        try:
+            a = np.asarray(action, dtype=float).reshape(-1)
+        except (TypeError, ValueError):
+            a = np.full(1, np.nan)
         if a.shape != (12,) or not np.isfinite(a).all():
             raise GranularError(f"action must be 12 finite numbers, got {action!r}")
         w = self._world
         m, d = w.mj_model, w.mj_data
         d.ctrl[:] = self.nominal + self.action_scale * np.clip(a, -1.0, 1.0)
         x0, effort = float(d.qpos[0]), 0.0
-        limit = np.maximum(np.abs(m.actuator_forcerange).max(axis=1), 1e-9)
+        limit = np.where(m.actuator_forcelimited.astype(bool), np.abs(m.actuator_forcerange).max(axis=1), np.inf)
         for _ in range(self.substeps):
             mujoco3d.step(m, d, w.feet, w.terrain)
             effort += float(np.mean((d.actuator_force / limit) ** 2))
@@ -123,7 +133,7 @@ class Quadruped3DEnv(gymnasium.Env):
         joints = m.jnt_qposadr[m.actuator_trnid[:, 0]]
         rates = m.jnt_dofadr[m.actuator_trnid[:, 0]]
         R = d.xmat[1].reshape(3, 3)
-        roll, pitch, yaw = np.arctan2(R[2, 1], R[2, 2]), np.arctan2(R[2, 0], R[0, 0]), np.arctan2(R[1, 0], R[0, 0])
+        roll, pitch, yaw = np.arctan2(R[2, 1], R[2, 2]), pitch_of(R), np.arctan2(R[1, 0], R[0, 0])
         height = float(d.qpos[2] - w.terrain(d.qpos[:2])[0])
         depths = np.array([min(s[0][0], 0.0) for s in mujoco3d.foot_states(m, d, w.feet, w.terrain)])
         obs = np.concatenate([[height, roll, pitch, yaw], d.qvel[:6], d.qpos[joints], d.qvel[rates], depths])

@@ -1,7 +1,7 @@
 """What the quadruped environment rewards: named tasks, each a set of weighted terms.
 
 A task's reward for one env step (control period Δt) is the sum of its terms, each a weight times a
-measure of that step (units in brackets; the per-term values are in ``info["reward_terms"]``)::
+measure of that step (units in brackets; each term's value is in ``info["reward_<term>"]``)::
 
     forward  = forward_weight × min(v_x, max_speed)      v_x: the torso's progress over the step / Δt [m/s]
     healthy  = healthy_reward                            while the robot has not fallen [1]

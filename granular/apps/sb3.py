@@ -51,7 +51,7 @@ class SB3VecEnv(VecEnv):
     def reset(self):
         seeds = self._seeds if any(s is not None for s in self._seeds) else None
         obs, infos = self.venv.reset(seed=seeds)
-        self.reset_infos = self._rows(infos, np.zeros(self.num_envs, dtype=bool))
+        self.reset_infos = self._rows(infos)
         self._reset_seeds()
         self._reset_options()
         return obs
@@ -62,13 +62,13 @@ class SB3VecEnv(VecEnv):
     def step_wait(self):
         obs, rewards, terminated, truncated, infos = self.venv.step(self._actions)
         dones = terminated | truncated
-        rows = self._rows(infos, dones)
+        rows = self._rows(infos)
         for i in np.flatnonzero(dones):
             rows[i]["terminal_observation"] = infos["final_obs"][i]
             rows[i]["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
         return obs, rewards.astype(np.float32), dones, rows
 
-    def _rows(self, infos, dones):
+    def _rows(self, infos):
         """The batched infos as one dict per episode, without Gymnasium's masks and final_obs."""
         keys = [k for k in infos if not k.startswith("_") and k != "final_obs"]
         return [{k: infos[k][i] for k in keys} for i in range(self.num_envs)]

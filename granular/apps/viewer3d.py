@@ -100,8 +100,8 @@ class Live3D:
     def _advance(self, steps):
         from granular.simulation import mujoco3d
 
-        w = self.world
         with self.lock:
+            w = self.world
             for _ in range(steps):
                 if w.gait is not None:
                     w.mj_data.ctrl[:] = w.gait(w.mj_data.time, self.scenario3d.pitch(w.mj_data))
@@ -109,7 +109,7 @@ class Live3D:
             self.forces = self._foot_forces(result, thetas)
 
     def _foot_forces(self, result, thetas):
-        """Each foot in contact: (p_center, world force in N) from the law's impulses."""
+        """Each foot in contact: (p_center, world force in N) from the law's impulses (under the lock)."""
         from granular.simulation import mujoco3d
 
         w = self.world
@@ -126,16 +126,17 @@ class Live3D:
             if self.running:
                 try:
                     self._advance(max(1, int(round(1.0 / FPS / self.world.mj_model.opt.timestep))))
-                except GranularError as exc:
+                except Exception as exc:  # noqa: BLE001 (the thread must not die silently: say it on the page)
                     self.running = False
-                    self.g_status.content = f"stopped: {exc}"
+                    self.g_status.content = f"stopped: {exc if isinstance(exc, GranularError) else repr(exc)}"
+                    continue
             self._redraw()
             time.sleep(max(0.0, 1.0 / FPS - (time.perf_counter() - start)))
 
     def _redraw(self):
-        w = self.world
-        m, d = w.mj_model, w.mj_data
         with self.lock:
+            w = self.world
+            m, d = w.mj_model, w.mj_data
             self.mujoco.mj_kinematics(m, d)
             quat = np.zeros(4)
             for g, handle in self.handles.items():

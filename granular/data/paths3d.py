@@ -120,6 +120,8 @@ def score(model, paths) -> dict:
     out, pred_all, ref_all = {}, [], []
     for p in paths:
         contact = p.theta[:, 0] < -DEPTH
+        if not contact.any():
+            raise GranularError(f"path {p.name!r}: no sample deeper than {DEPTH:g} m in the medium: nothing to score")
         pred, ref = model.flow(p.theta[contact], p.twist[contact]), p.wrench[contact]
         out[p.name] = dict(zip(COMPONENTS, _nrmse(pred, ref)))
         pred_all.append(pred), ref_all.append(ref)
@@ -133,8 +135,8 @@ def _nrmse(pred, ref):
     f, t = np.sqrt(np.mean(np.sum(ref[:, :3] ** 2, axis=1))), np.sqrt(np.mean(np.sum(ref[:, 3:] ** 2, axis=1)))
     rms = np.array([f] * 3 + [t] * 3)
     rmse = np.sqrt(np.mean((pred - ref) ** 2, axis=0))
-    values = [float(e / r) if r > 0 else 0.0 for e, r in zip(rmse, rms)]
-    return values + [float(np.mean(values))]
+    values = [float(e / r) if r > 0 else float("nan") for e, r in zip(rmse, rms)]
+    return values + [float(np.nanmean(values))]
 
 
 def write_shipped(folder, media=("sand", "pebbles")) -> list:

@@ -46,13 +46,19 @@ def concavity_table(ds: wd.WrenchDataset) -> dict:
 def flow_mismatch_table(ds: wd.WrenchDataset) -> dict:
     """Non-associativity: per sample, the distance of the recorded wrench from the most dissipative
     recorded wrench for its own twist (the maximum-dissipation point of the hull of the samples is one
-    of them), scaled, relative to the configuration's largest wrench. Twists are taken at p_center,
-    where they are sampled; a planar dataset's table takes them at p_r."""
+    of them), scaled, relative to the configuration's largest wrench. The twists, sampled at
+    p_center, are taken to p_r, about which the wrenches are, so that w·v is the power."""
+    from granular.frames3d import point_velocity
+
     scale = wm3.wrench_scale(ds)
     out = []
     for j in np.flatnonzero(ds.configs[:, 0] < 0):
+        phi = ds.configs[j, 1]
+        twist = (ds.directions * ds.velocity_scale)[ds.valid[j]]
+        arm = ds.foot.r_offset * np.array([-np.sin(phi), 0.0, np.cos(phi)])
+        at_r = np.concatenate([point_velocity(twist, arm), twist[:, 3:]], axis=1)
         W = ds.wrenches[j][ds.valid[j]] / scale
-        V = (ds.directions * ds.velocity_scale)[ds.valid[j]] * scale  # power w·v in scaled units
+        V = at_r * scale  # power w·v in scaled units
         top = np.linalg.norm(W, axis=1).max()
         if top == 0:
             continue

@@ -31,7 +31,7 @@ import numpy as np
 from granular.errors import GranularError
 from granular.io.schema import Finite, Positive, Schema, load as load_schema
 
-LAWS = ("data-flow", "max-dissipation")
+from granular.contact.law3d import LAWS  # the scenario file's choices of law
 
 
 class RobotSection(Schema):
@@ -223,9 +223,10 @@ def _place(path, initial, mj_model, data):
 
 
 def pitch(mj_data, body: int = 1) -> float:
-    """The planar pitch of a body (counter-clockwise about −y, :mod:`granular.frames3d`)."""
-    R = mj_data.xmat[body].reshape(3, 3)
-    return float(np.arctan2(R[2, 0], R[0, 0]))
+    """The planar pitch of a body (counter-clockwise about −y, :func:`granular.frames3d.pitch`)."""
+    from granular.frames3d import pitch as pitch_of
+
+    return pitch_of(mj_data.xmat[body])
 
 
 def _with_duration(spec, duration):
@@ -271,9 +272,9 @@ def run(world, progress: bool = False) -> dict:
     for k in tqdm(range(1, steps + 1), desc=world.path.stem, disable=None if progress else True, unit="step"):
         if world.gait is not None:
             d.ctrl[:] = world.gait(d.time, pitch(d))
-        _, thetas = mujoco3d.step(m, d, world.feet, world.terrain)
+        mujoco3d.step(m, d, world.feet, world.terrain)
         mujoco.mj_fwdPosition(m, d)  # positions and mass matrix after the step, for the record
-        _record(rec, k, world, thetas)
+        _record(rec, k, world, [s[0] for s in mujoco3d.foot_states(m, d, world.feet, world.terrain)])
     return rec
 
 

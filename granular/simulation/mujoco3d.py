@@ -58,6 +58,8 @@ def attach(mj_model, names, wrench_model, law=law3d.DEFAULT_LAW, where="scenario
     model or a shape that is not a cylinder, capsule or sphere."""
     import mujoco
 
+    if law not in law3d.LAWS:
+        raise GranularError(f"{where}: contact law {law!r} is not one of the 3D laws ({', '.join(law3d.LAWS)})")
     if getattr(wrench_model.dataset, "dim", 3) != 6:
         raise GranularError(f"{where}: the medium is planar; MuJoCo feet need a 3D medium (e.g. sand3d)")
     ids, half = [], []
