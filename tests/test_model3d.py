@@ -195,3 +195,16 @@ def test_validate_scores_3d_paths_and_refuses_planar_options(tmp_path):
     mixed = subprocess.run([sys.executable, "-m", "granular", "validate", "sand", paths[0],
                             str(root / "data" / "validation" / "arc_s1.csv")], capture_output=True, text=True)
     assert mixed.returncode != 0 and "a planar run among 3D paths" in mixed.stderr
+
+
+def test_inspect_summarises_a_3d_path():
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "data" / "validation3d" / "sand_vertical-twist.h5"
+    run = subprocess.run([sys.executable, "-m", "granular", "inspect", str(path), "--json"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    summary = json.loads(run.stdout)
+    assert summary["kind"] == "3D path" and summary["path"] == "vertical-twist" and len(summary["max_abs_wrench"]) == 6

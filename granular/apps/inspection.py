@@ -50,6 +50,8 @@ def cmd_inspect(args):
         return _inspect_raw(args, path)
     if kind == "run":
         return _inspect_sim_run(args, path)
+    if kind == "path3d":
+        return _inspect_path3d(args, path)
     from granular.data import dataset as wd
 
     return _inspect_dataset(args, wd.read(path, kind=None))
@@ -73,6 +75,17 @@ def load_model(path):
 def _planar_plot(args, what):
     if args.plot:
         raise GranularError(f"--plot: the figures are planar; {what} is 3D (6-axis) and has none yet")
+
+
+def _inspect_path3d(args, path):
+    from granular.data import paths3d
+
+    _planar_plot(args, "this path")
+    p = paths3d.read(path)
+    emit({"kind": "3D path", "path": p.name, "medium": p.medium, "source": p.source, "samples": len(p.t),
+          "t_total": float(p.t[-1] - p.t[0]), "d_range_m": [float(p.theta[:, 0].min()), float(p.theta[:, 0].max())],
+          "tilt_range_rad": [float(p.theta[:, 1].min()), float(p.theta[:, 1].max())],
+          "max_abs_wrench": np.abs(p.wrench).max(axis=0).tolist()}, args.json, reports.summary)
 
 
 def _inspect_sim_run(args, path):

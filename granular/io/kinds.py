@@ -4,11 +4,13 @@ from __future__ import annotations
 from pathlib import Path
 
 #: HDF5 ``format`` attributes of the files granular writes.
-FORMATS = {"granular-wrench-model": "model", "granular-wrench-dataset": "dataset", "granular-run": "run"}
+FORMATS = {"granular-wrench-model": "model", "granular-wrench-dataset": "dataset", "granular-run": "run",
+           "granular-path3d": "path3d"}
 
 
 def kind_of(path) -> str:
-    """'model', 'dataset', 'run' (a simulation's run file) or 'raw-run' (an acquisition run: CSV,
+    """'model', 'dataset', 'run' (a simulation's run file), 'path3d' (a 3D validation path,
+    :mod:`granular.data.paths3d`) or 'raw-run' (an acquisition run: CSV,
     HDF5 without a granular format, or a ROS 2 bag folder). Unknown files are 'raw-run' when
     their suffix says so, else 'unknown'."""
     import h5py

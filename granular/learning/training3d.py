@@ -93,11 +93,19 @@ def run_job(job, ds: wd.WrenchDataset) -> tuple:
               "target": job.target, "wrench_space": "3d",
               "rbf": {"kernel": "thin_plate_spline", "smoothing": 0.0, "smoothing_from_noise": False}}
     if job.cv:
-        result["cv"] = cross_validate(ds, job.regressor, job.cv, job.target)
+        # the job's repeats: each draw of the folds its own seed, the figures averaged over the draws
+        draws = [cross_validate(ds, job.regressor, job.cv, job.target, seed=k)[job.regressor]
+                 for k in range(max(1, job.cv_repeats))]
+        result["cv"] = {job.regressor: {"folds": job.cv, "repeats": len(draws),
+                                        "rel_rmse": float(np.mean([d["rel_rmse"] for d in draws])),
+                                        "worst": float(np.max([d["worst"] for d in draws]))}}
     model = wm3.fit(ds, job.regressor, job.target)
     result["concavity"] = concavity_table(ds)
     result["non_associativity"] = flow_mismatch_table(ds)
-    result["fixed_normals"] = fixed_normal_errors(model)
+    from granular.data.sampling import SIZES_3D
+
+    Ks = tuple(K for K in job.fixed_normals if K in SIZES_3D) or (72, 232)  # a planar job's 16/32/64 have no 3D set
+    result["fixed_normals"] = fixed_normal_errors(model, Ks)
     model.info = {k: result[k] for k in ("cv", "concavity", "non_associativity", "fixed_normals") if k in result}
     wm3.save(model, job.out)
     return result, model
