@@ -60,16 +60,10 @@ def cmd_inspect(args):
 def load_model(path):
     """A model file of either wrench space: planar (:mod:`granular.learning.model`) or 3D
     (:mod:`granular.learning.model3d`), told by its ``wrench_space`` attribute."""
-    import h5py
-
+    from granular.io.kinds import wrench_space
     from granular.learning import model as wm, model3d as wm3
 
-    try:
-        with h5py.File(path, "r") as f:
-            spatial = f.attrs.get("wrench_space", "planar") == "3d"
-    except OSError:
-        spatial = False  # the planar loader says what is wrong with the file
-    return wm3.load(path) if spatial else wm.load(path)
+    return wm3.load(path) if wrench_space(path) == "3d" else wm.load(path)
 
 
 def _planar_plot(args, what):

@@ -8,6 +8,19 @@ FORMATS = {"granular-wrench-model": "model", "granular-wrench-dataset": "dataset
            "granular-path3d": "path3d"}
 
 
+def wrench_space(path) -> str:
+    """'3d' for a dataset or model file of 6-axis wrenches (its ``wrench_space`` attribute), else
+    'planar' (also for a file that cannot be read: the planar reader then says what is wrong)."""
+    import h5py
+
+    try:
+        with h5py.File(path, "r") as f:
+            value = f.attrs.get("wrench_space", "planar")
+    except OSError:
+        return "planar"
+    return "3d" if (value.decode() if isinstance(value, bytes) else value) == "3d" else "planar"
+
+
 def kind_of(path) -> str:
     """'model', 'dataset', 'run' (a simulation's run file), 'path3d' (a 3D validation path,
     :mod:`granular.data.paths3d`) or 'raw-run' (an acquisition run: CSV,

@@ -27,17 +27,9 @@ def media(kind: str = "planar") -> list:
     from granular.data.media import MEDIA
 
     presets = {name + SUFFIX_3D for name in MEDIA} if kind == "3d" else set(MEDIA)
-    return sorted(presets | {p.stem for p in shipped("data").glob("*.h5") if _kind(p) == kind})
+    from granular.io.kinds import wrench_space
 
-
-def _kind(path: Path) -> str:
-    import h5py
-
-    try:
-        with h5py.File(path, "r") as f:
-            return "3d" if f.attrs.get("wrench_space", "planar") == "3d" else "planar"
-    except OSError:
-        return "planar"  # unreadable: the planar reader says what is wrong when it is used
+    return sorted(presets | {p.stem for p in shipped("data").glob("*.h5") if wrench_space(p) == kind})
 
 
 def load_model(medium: str, kind: str = "planar"):
