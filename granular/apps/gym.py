@@ -79,6 +79,16 @@ OBSERVATION_LIMITS = {"height": (-2.0, 5.0), "pitch": (-2 * np.pi, 2 * np.pi), "
                       "depth": (-2.0, 0.0)}
 
 
+def periods(control_period: float, episode_seconds: float, dt: float) -> tuple:
+    """(simulator steps per env step, the control period, env steps per episode) for a scenario's time
+    step ``dt``; one clear error where the period is not a whole number of time steps."""
+    substeps = int(round(control_period / dt))
+    if substeps < 1 or abs(substeps * dt - control_period) > 1e-9 * max(1.0, control_period):
+        raise GranularError(f"control_period {control_period!r} s must be a whole number of the scenario's "
+                            f"time steps ({dt:g} s)")
+    return substeps, substeps * dt, max(1, int(round(episode_seconds / (substeps * dt))))
+
+
 class _TargetTracker:
     """The robot's joint PD towards a goal the environment sets each control period; it also sums
     (torque / limit)² over the steps, the effort the reward charges for."""
@@ -184,13 +194,7 @@ class QuadrupedEnv(gymnasium.Env):
         self._media = {name: _Medium(base.with_(medium=name)) for name in dict.fromkeys(media)}
         self.media = tuple(self._media)
         first = self._media[self.media[0]]
-        dt = first.model.dt
-        self.substeps = int(round(control_period / dt))
-        if self.substeps < 1 or abs(self.substeps * dt - control_period) > 1e-9 * max(1.0, control_period):
-            raise GranularError(f"control_period {control_period!r} s must be a whole number of the scenario's "
-                                f"time steps ({dt:g} s)")
-        self.control_period = self.substeps * dt
-        self.max_steps = max(1, int(round(episode_seconds / self.control_period)))
+        self.substeps, self.control_period, self.max_steps = periods(control_period, episode_seconds, first.model.dt)
         self.action_scale = action_scale
         self.fall_height, self.fall_tilt, self.reset_noise = fall_height, fall_tilt, reset_noise
         self.observe_medium, self.render_mode = observe_medium, render_mode

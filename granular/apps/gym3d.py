@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from granular.apps import rewards
-from granular.apps.gym import OBSERVATION_LIMITS as PLANAR_LIMITS, gymnasium, spaces  # its import's clear error
+from granular.apps.gym import OBSERVATION_LIMITS as PLANAR_LIMITS, gymnasium, periods, spaces
 from granular.errors import GranularError
 from granular.frames3d import pitch as pitch_of
 
@@ -54,13 +54,8 @@ class Quadruped3DEnv(gymnasium.Env):
                                 f"trot or hold), e.g. quad3d-trot")
         self.task = rewards.task(task).with_(**weights)
         self.action_scale, self.fall_height, self.fall_tilt = action_scale, fall_height, fall_tilt
-        dt = world.mj_model.opt.timestep
-        self.substeps = int(round(control_period / dt))
-        if self.substeps < 1 or abs(self.substeps * dt - control_period) > 1e-9 * max(1.0, control_period):
-            raise GranularError(f"control_period {control_period!r} s must be a whole number of the scenario's "
-                                f"time steps ({dt:g} s)")
-        self.control_period = self.substeps * dt
-        self.max_steps = max(1, int(round(episode_seconds / self.control_period)))
+        self.substeps, self.control_period, self.max_steps = periods(control_period, episode_seconds,
+                                                                     world.mj_model.opt.timestep)
         self.nominal = world.gait(0.0, 0.0).copy()
         self._world, self._start = world, (world.mj_data.qpos.copy(), world.mj_data.qvel.copy())
         self._begun = False
