@@ -33,7 +33,7 @@ import numpy as np
 
 from granular.contact import law3d
 from granular.errors import GranularError
-from granular.frames3d import azimuth_rotation, tilt_frame
+from granular.frames3d import tilt_frame
 
 SHAPES = {"cylinder": 5, "capsule": 3, "sphere": 2}  # mjtGeom ids of the foot shapes taken
 
@@ -99,7 +99,9 @@ def foot_states(mj_model, mj_data, feet: GranularFeet, terrain):
         height, normal = terrain(p_center[:2])
         S = _surface_frame(normal)
         phi, psi = tilt_frame(S.T @ axis)
-        R = np.kron(np.eye(2), S) @ azimuth_rotation(psi)
+        c, s = np.cos(psi), np.sin(psi)
+        R = np.zeros((6, 6))  # F_c3 → world for twists and wrenches: the surface frame turned by ψ about its z
+        R[:3, :3] = R[3:, 3:] = S @ np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
         d = (p_center - np.array([p_center[0], p_center[1], height])) @ normal
         d -= radius * (np.sin(phi) if shape == SHAPES["cylinder"] else 1.0 - np.cos(phi))  # to the lowest point
         out.append((np.array([d, phi]), R, p_center, axis))
@@ -109,7 +111,7 @@ def foot_states(mj_model, mj_data, feet: GranularFeet, terrain):
 def _surface_frame(normal) -> np.ndarray:
     """(3, 3) columns x, y, z of a frame whose z is the surface normal and whose x is level across
     y (the world's axes on flat ground)."""
-    if np.allclose(normal, [0.0, 0.0, 1.0]):
+    if normal[2] == 1.0:  # level ground (the terrain callbacks give exactly (0, 0, 1))
         return np.eye(3)
     x = np.cross([0.0, 1.0, 0.0], normal)
     x /= np.linalg.norm(x)
