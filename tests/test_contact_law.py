@@ -147,7 +147,7 @@ def test_a_wrench_that_would_do_work_becomes_the_nearest_that_does_none():
 
 def test_the_beads_model_never_replays_a_wrench_that_does_work():
     """Along the held-out rotation the Beads model's interpolant, smoothed by the data's noise,
-    pulls the turning foot down where the DEM pushes it up (README, "How accurate is it"); on 24 %
+    pulls the turning foot down where the DEM pushes it up (docs/accuracy.md); on 24 %
     of its samples that wrench would do work on the foot. The data-flow law takes the nearest that
     does none, in replay as in the step."""
     model = load_model("beads")
@@ -341,7 +341,7 @@ def test_no_scenario_sinks_a_foot_past_one_and_a_half_times_the_data(medium):
 def _through_the_ground(rec) -> int:
     """The number of recorded steps up to the one that takes a joint of the robot below the surface. Only feet
     meet the medium, so past that the run has left the model: the walker falls on granular media in
-    its second step (README, "A passive walker"), its hip goes through the ground, and it hangs from
+    its second step (docs/walker.md), its hip goes through the ground, and it hangs from
     a buried foot (0.19 m deep under max-dissipation, 0.32 m under data-flow, on Beads). A foot sunk
     to its ankle is past every medium's 1.5× before its ankle is below the surface, so this hides none."""
     mb = rec.model.multibody

@@ -70,7 +70,7 @@ def test_slide_slides_accelerates_then_stops(medium):
 def test_under_the_data_flow_the_locked_robot_holds_on_the_slope(medium):
     """The default law on the same slope: the data's own flow (RFT's) sends a sliding foot into the
     medium until it holds, so the robot stops on the 0.3 rad stretch within a few tenths of a second
-    (measured: 0.11 m on either medium), where max-dissipation's feet ski on (README, "Contact laws")."""
+    (measured: 0.11 m on either medium), where max-dissipation's feet ski on (docs/accuracy.md, "Contact laws")."""
     rec = scenarios.run(scenarios.load("quad-slide").with_(medium=medium, contact="data-flow", duration=2.0))
     assert rec.q[-1, 0] - rec.q[0, 0] < 0.3 and rec.q[-1, 0] < -1.0, "it stops on the steeper stretch"
     assert np.abs(rec.v[-1]).max() < 1e-3

@@ -151,7 +151,7 @@ def impulses(model: Compliant, qp, theta, r_offset, h: float) -> np.ndarray:
     impulse at p_center that holds it, if that lies within μ_s N h (Karnopp 1985, the stick band
     of explicit friction), else it slides at Bengisu's friction (at least v₀'s, the peak μ_s).
     Explicit Stribeck friction alone is as stiff as μ_s N / v₀ near rest: it chatters and pumps
-    energy in unless the step is tiny (README, "Compliant contact models"). The held foot's
+    energy in unless the step is tiny (docs/accuracy.md, "Compliant contact models"). The held foot's
     impulse does no work (the slip it leaves is zero), so sticking never adds energy."""
     twist = (qp.Jt @ qp.v).reshape(-1, 3)
     grip, friction = _parts(model, theta, twist, r_offset)

@@ -13,7 +13,7 @@ import logging
 log = logging.getLogger(__name__)
 
 #: Undamped Hertz conserves energy only to the symplectic step's error: above this step (s) a dropped
-#: foot gains energy (``granular bench --compliant``; README, "Compliant contact models").
+#: foot gains energy (``granular bench --compliant``; docs/accuracy.md, "Compliant contact models").
 HERTZ_MAX_STEP = 2e-4
 #: How far past its deepest data a foot may go before the depth law is a guess: a factor of the data's
 #: depth, and an absolute margin (m) for data a film thick (the rigid floor's).

@@ -5,8 +5,7 @@ whose W(θ) was learned from a wheel's own data (``granular synth --source wheel
 −d its sinkage, F_r at its centre, and the twist of its lowest rim point, whose direction says the
 slip (:mod:`granular.data.wheel`). Its frame's origin is its centre. A wheel needs the data-flow
 law: it rolls, so it always slides in the sense of eq. 2, and its data are far from associated
-flow (under max-dissipation the test bed pulls four times what its data record: README, "Wheels
-on soil").
+flow (under max-dissipation the test bed pulls four times what its data record: docs/wheels.md).
 
 The test bed (Ding et al. 2013, §4: a carriage at constant speed, the wheel driven at a set slip,
 free to sink) reads drawbar pull, driving torque and sinkage off the contact wrench at steady state.
