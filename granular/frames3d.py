@@ -72,6 +72,13 @@ def tilt_frame(axis) -> tuple[float, float]:
     return phi, psi
 
 
+def foot_axis(phi) -> np.ndarray:
+    """Unit vector(s) (…, 3) of the foot's axis (p_center → p_r) in its tilt frame F_c3 for tilt(s) φ:
+    (−sin φ, 0, cos φ), the planar :func:`granular.frames.foot_axis` in the x–z slice."""
+    phi = np.asarray(phi, dtype=float)
+    return np.stack([-np.sin(phi), np.zeros_like(phi), np.cos(phi)], axis=-1)
+
+
 def pitch(R) -> float:
     """The planar pitch of a body whose rotation (world from body) is R (3, 3): the angle of its x
     axis above the horizontal, counter-clockwise about −y as in the plane, whatever its yaw."""

@@ -57,6 +57,8 @@ class Quadruped3DEnv(gymnasium.Env):
         self.substeps, self.control_period, self.max_steps = periods(control_period, episode_seconds,
                                                                      world.mj_model.opt.timestep)
         self.nominal = world.gait(0.0, 0.0).copy()
+        trn = world.mj_model.actuator_trnid[:, 0]  # the actuated joints' coordinates, found once
+        self._joints, self._rates = world.mj_model.jnt_qposadr[trn], world.mj_model.jnt_dofadr[trn]
         self._world, self._start = world, (world.mj_data.qpos.copy(), world.mj_data.qvel.copy())
         self._begun = False
         self.action_space = spaces.Box(-1.0, 1.0, shape=(12,), dtype=np.float32)
@@ -77,8 +79,7 @@ class Quadruped3DEnv(gymnasium.Env):
         mujoco.mj_resetData(m, d)
         d.qpos[:], d.qvel[:] = self._start
         widths = {k: v * self.reset_noise for k, v in RESET_WIDTHS.items()}
-        joints = m.jnt_qposadr[m.actuator_trnid[:, 0]]
-        d.qpos[joints] += rng.uniform(-widths["joints"], widths["joints"], 12)
+        d.qpos[self._joints] += rng.uniform(-widths["joints"], widths["joints"], 12)
         d.qpos[2] += rng.uniform(0.0, widths["height"])
         d.qvel[:3] += rng.uniform(-widths["velocity"], widths["velocity"], 3)
         d.ctrl[:] = self.nominal
@@ -125,13 +126,11 @@ class Quadruped3DEnv(gymnasium.Env):
         w = self._world
         m, d = w.mj_model, w.mj_data
         mujoco.mj_kinematics(m, d)
-        joints = m.jnt_qposadr[m.actuator_trnid[:, 0]]
-        rates = m.jnt_dofadr[m.actuator_trnid[:, 0]]
         R = d.xmat[1].reshape(3, 3)
         roll, pitch, yaw = np.arctan2(R[2, 1], R[2, 2]), pitch_of(R), np.arctan2(R[1, 0], R[0, 0])
         height = float(d.qpos[2] - w.terrain(d.qpos[:2])[0])
         depths = np.array([min(s[0][0], 0.0) for s in mujoco3d.foot_states(m, d, w.feet, w.terrain)])
-        obs = np.concatenate([[height, roll, pitch, yaw], d.qvel[:6], d.qpos[joints], d.qvel[rates], depths])
+        obs = np.concatenate([[height, roll, pitch, yaw], d.qvel[:6], d.qpos[self._joints], d.qvel[self._rates], depths])
         upright = float(np.arccos(np.clip(R[2, 2], -1.0, 1.0)))
         fell = height < self.fall_height or upright > self.fall_tilt
         info = {"x": float(d.qpos[0]), "distance": float(d.qpos[0]) - self._x0, "height": height, "pitch": float(pitch),

@@ -37,6 +37,7 @@ import numpy as np
 from granular.data import rft
 from granular.errors import GranularError
 from granular.foot import Foot
+from granular.frames3d import foot_axis
 
 #: Treers et al. 2021's fitted scalings (their code release, granular_rft_3D): the out-of-plane part is
 #: scaled by f1(s) ∝ tanh(a s − b) + tanh(b), the in-plane part by f23(c) ∝ artanh(a c − b) + artanh(b),
@@ -142,11 +143,6 @@ def _gauss(nodes: int):
     return np.polynomial.legendre.leggauss(nodes)
 
 
-def _axis(phi: float):
-    """The foot's axis, p_center → p_r, in F_c3."""
-    return np.array([-np.sin(phi), 0.0, np.cos(phi)])
-
-
 def _buried(z0, z1):
     """Fractions [lo, hi] of segments, running linearly from height z0 to z1, that lie below z = 0."""
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -164,7 +160,7 @@ def _segments(foot: Foot, d: float, phi: float, t):
     p_center in F_c3, for the surfaces that reach below z = 0: starts, unit directions, lengths,
     outward normals, whether the width grows with the distance along (a disc's radius) and the
     buried fractions [lo, hi] of each segment."""
-    axis, side = _axis(phi), np.array([np.cos(phi), 0.0, np.sin(phi)])  # side × ŷ = axis: right-handed
+    axis, side = foot_axis(phi), np.array([np.cos(phi), 0.0, np.sin(phi)])  # side × ŷ = axis: right-handed
     radial = np.cos(t)[..., None] * side + np.sin(t)[..., None] * np.array([0.0, 1.0, 0.0])
     r, length, zero = foot.radius, foot.length, 0 * radial
     out = []
@@ -187,7 +183,7 @@ def _velocity(twists, points):
 def _sector_start(foot: Foot, d: float, phi: float, twists):
     """Per twist, an azimuth (k,) where the side wall stops leading at the middle of its buried
     length: sectors start there, so that the jump in stress falls between them, not inside one."""
-    axis = _axis(phi)
+    axis = foot_axis(phi)
     lo, hi = _buried(np.array(d), np.array(d + foot.length * axis[2]))
     v = _velocity(twists, np.broadcast_to(foot.length * (lo + hi) / 2 * axis, (len(twists), 3)))
     return np.arctan2(v[:, 1], v[:, 0] * np.cos(phi) + v[:, 2] * np.sin(phi)) + np.pi / 2
@@ -233,7 +229,7 @@ def foot_wrench(foot: Foot, theta, twists, zeta: float, coeffs=rft.GENERIC, sect
     depth = np.maximum(0.0, -(d + pos[..., 2]))
     stress = stress_per_depth(normal[:, None, :], _velocity(twists[k], pos), zeta, coeffs)
     force = stress * (depth * area)[..., None]
-    (ax, ay, az), (fx, fy, fz) = np.moveaxis(pos - foot.r_offset * _axis(phi), -1, 0), np.moveaxis(force, -1, 0)
+    (ax, ay, az), (fx, fy, fz) = np.moveaxis(pos - foot.r_offset * foot_axis(phi), -1, 0), np.moveaxis(force, -1, 0)
     parts = (fx, fy, fz, ay * fz - az * fy, az * fx - ax * fz, ax * fy - ay * fx)  # torque about p_r
     return np.stack([np.bincount(k, c.sum(axis=1), minlength=len(twists)) for c in parts], axis=1)
 

@@ -51,6 +51,12 @@ def symmetrize(ds: wd.WrenchDataset) -> wd.WrenchDataset:
     configs = np.vstack([ds.configs, ds.configs * [1.0, -1.0]])
     wrenches = np.concatenate([ds.wrenches, ds.wrenches[:, perm] * MIRROR])
     valid = np.concatenate([ds.valid, ds.valid[:, perm]])
+    return pooled(ds, configs, wrenches, valid)
+
+
+def pooled(ds: wd.WrenchDataset, configs, wrenches, valid) -> wd.WrenchDataset:
+    """``ds`` over the rows (configs, wrenches, valid), a configuration that occurs more than once
+    averaged over its valid samples (the mirror images' rows meeting the data's own)."""
     keys, inverse = np.unique(np.round(configs, 12), axis=0, return_inverse=True)
     inverse = inverse.ravel()
     total = np.zeros((len(keys),) + wrenches.shape[1:])

@@ -26,9 +26,9 @@ import numpy as np
 from granular.data import dataset as wd
 from granular.data.sampling import mirror_permutation, sphere_directions_3d
 from granular.errors import GranularError
-from granular.frames3d import MIRROR_X, MIRROR_Y
+from granular.frames3d import MIRROR_X, MIRROR_Y, foot_axis
 from granular.io.h5io import atomic_h5, attr, read_h5
-from granular.learning.model import REGRESSOR_NAMES, TARGETS
+from granular.learning.model import REGRESSOR_NAMES, TARGETS, pooled
 from granular.wrench import polytopes
 from granular.wrench.flow3d import SphereMap
 
@@ -45,14 +45,7 @@ def symmetrize(ds: wd.WrenchDataset) -> wd.WrenchDataset:
     wrenches = np.concatenate([ds.wrenches, y, ds.wrenches[:, px] * MIRROR_X, y[:, px] * MIRROR_X])
     vy = ds.valid[:, py]
     valid = np.concatenate([ds.valid, vy, ds.valid[:, px], vy[:, px]])
-    keys, inverse = np.unique(np.round(configs, 12), axis=0, return_inverse=True)
-    inverse = inverse.ravel()
-    total = np.zeros((len(keys),) + wrenches.shape[1:])
-    count = np.zeros((len(keys), valid.shape[1]))
-    np.add.at(total, inverse, np.where(valid[..., None], np.nan_to_num(wrenches), 0.0))
-    np.add.at(count, inverse, valid)
-    mean = np.divide(total, count[..., None], out=np.zeros_like(total), where=count[..., None] > 0)
-    return replace(ds, configs=keys, wrenches=mean, valid=count > 0)
+    return pooled(ds, configs, wrenches, valid)
 
 
 def wrench_scale(ds: wd.WrenchDataset) -> np.ndarray:
@@ -155,8 +148,7 @@ class WrenchSpaceModel3D:
 
     def flow_at(self, points, thetas, twists) -> np.ndarray:
         """:meth:`flow` from the extreme wrenches (k, m, 6) already predicted at the configurations."""
-        phi = np.asarray(thetas, dtype=float).reshape(-1, 2)[:, 1]
-        arms = self.dataset.foot.r_offset * np.column_stack([-np.sin(phi), np.zeros_like(phi), np.cos(phi)])
+        arms = self.dataset.foot.r_offset * foot_axis(np.asarray(thetas, dtype=float).reshape(-1, 2)[:, 1])
         return self.direction_map.wrenches(points, twists, arms)
 
     def halfspaces(self, thetas):

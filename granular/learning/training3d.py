@@ -48,14 +48,14 @@ def flow_mismatch_table(ds: wd.WrenchDataset) -> dict:
     recorded wrench for its own twist (the maximum-dissipation point of the hull of the samples is one
     of them), scaled, relative to the configuration's largest wrench. The twists, sampled at
     p_center, are taken to p_r, about which the wrenches are, so that w·v is the power."""
-    from granular.frames3d import point_velocity
+    from granular.frames3d import foot_axis, point_velocity
 
     scale = wm3.wrench_scale(ds)
     out = []
     for j in np.flatnonzero(ds.configs[:, 0] < 0):
         phi = ds.configs[j, 1]
         twist = (ds.directions * ds.velocity_scale)[ds.valid[j]]
-        arm = ds.foot.r_offset * np.array([-np.sin(phi), 0.0, np.cos(phi)])
+        arm = ds.foot.r_offset * foot_axis(phi)
         at_r = np.concatenate([point_velocity(twist, arm), twist[:, 3:]], axis=1)
         W = ds.wrenches[j][ds.valid[j]] / scale
         V = at_r * scale  # power w·v in scaled units
@@ -71,10 +71,9 @@ def flow_mismatch_table(ds: wd.WrenchDataset) -> dict:
 def fixed_normal_errors(model: wm3.WrenchSpaceModel3D, Ks=(72, 232), samples: int = 8, seed: int = 0) -> dict:
     """The fixed-normal polytope's distance outside the exact hull, relative to the largest wrench,
     over random configurations in the data's range (vertex enumeration in ℝ⁶ is costly: few samples)."""
-    rng = np.random.default_rng(seed)
-    thetas = np.column_stack([rng.uniform(model.d_min, 0.1 * model.d_min, samples),
-                              rng.uniform(-model.phi_max, model.phi_max, samples)])
-    pts = model.points(thetas)
+    from granular.learning.training import random_thetas
+
+    pts = model.points(random_thetas(model, samples, seed))
     out = {}
     for K in Ks:
         A = model.fixed_normals(K)

@@ -21,18 +21,12 @@ from dataclasses import replace
 import numpy as np
 
 from granular.errors import GranularError
-from granular.scenarios.validation import DEPTH, _scale, nrmse, replay
+from granular.scenarios.validation import DEPTH, fit_gain, nrmse, replay
 
 
 def fit_scale(preds, runs) -> float:
     """The least-squares force scale of the predictions on the runs (module docstring)."""
-    masks = [tr.pose[:, 1] < -DEPTH for tr in runs]
-    scale = _scale([tr.wrench[k] for tr, k in zip(runs, masks)])
-    num = sum(((p[k] / scale) * (tr.wrench[k] / scale)).sum() for p, tr, k in zip(preds, runs, masks))
-    den = sum(((p[k] / scale) ** 2).sum() for p, k in zip(preds, masks))
-    if den <= 0:
-        raise GranularError("the model meets no resistance along these runs: nothing to calibrate")
-    return float(num / den)
+    return fit_gain(preds, runs, "the model meets no resistance along these runs: nothing to calibrate")
 
 
 def calibrate(model, runs, law: str = "data-flow") -> dict:

@@ -142,11 +142,11 @@ def build(path, medium: str | None = None, law: str | None = None, duration: flo
     if spec.control.kind == "pd" and len(spec.control.targets) != mj_model.nu:
         raise GranularError(f"{path}: control.targets has {len(spec.control.targets)} values; the model has "
                             f"{mj_model.nu} actuators")
-    if spec.terrain.kind == "profile" and (len(spec.terrain.points) < 2 or
-                                           np.any(np.diff([x for x, _ in spec.terrain.points]) <= 0)):
-        raise GranularError(f"{path}: terrain.points must be two or more [x, z] with increasing x")
-    terrain = mujoco3d.terrain(spec.terrain.kind, angle=spec.terrain.angle, height=spec.terrain.height,
-                               points=spec.terrain.points)
+    try:
+        terrain = mujoco3d.terrain(spec.terrain.kind, angle=spec.terrain.angle, height=spec.terrain.height,
+                                   points=spec.terrain.points)
+    except GranularError as exc:
+        raise GranularError(f"{path}: {exc}") from None
     data = mujoco.MjData(mj_model)
     if spec.control.kind == "pd":
         data.ctrl[:] = spec.control.targets
@@ -267,19 +267,22 @@ def run(world, progress: bool = False) -> dict:
     nb = m.nbody
     rec = {"t": np.zeros(steps + 1), "pos": np.zeros((steps + 1, nb, 3)),
            "theta": np.zeros((steps + 1, len(world.feet.names), 2)), "energy": np.zeros(steps + 1)}
-    thetas = [s[0] for s in mujoco3d.foot_states(m, d, world.feet, world.terrain)]
-    _record(rec, 0, world, thetas)
+    _record(rec, 0, world)
     for k in tqdm(range(1, steps + 1), desc=world.path.stem, disable=None if progress else True, unit="step"):
         if world.gait is not None:
             d.ctrl[:] = world.gait(d.time, pitch(d))
         mujoco3d.step(m, d, world.feet, world.terrain)
         mujoco.mj_fwdPosition(m, d)  # positions and mass matrix after the step, for the record
-        _record(rec, k, world, [s[0] for s in mujoco3d.foot_states(m, d, world.feet, world.terrain)])
+        _record(rec, k, world)
     return rec
 
 
-def _record(rec, k, world, thetas):
+def _record(rec, k, world):
+    """Row k of the record: time, body positions, the feet's θ and the energy now."""
+    from granular.simulation import mujoco3d
+
     d = world.mj_data
+    thetas = [s[0] for s in mujoco3d.foot_states(world.mj_model, d, world.feet, world.terrain)]
     rec["t"][k] = d.time
     rec["pos"][k] = d.xpos
     rec["theta"][k] = thetas

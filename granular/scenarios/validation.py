@@ -64,14 +64,21 @@ def rft_wrench(traj: Trajectory, zeta: float, foot: Foot = Foot(), coeffs=None) 
 
 
 def fit_zeta(trajs, foot: Foot = Foot()) -> float:
-    """ζ of direct RFT by least squares on the calibration runs (RFT is linear in ζ), in the
-    wrench scale (F, F, T) of the runs so that N and N·m weigh alike."""
-    unit = [(rft_wrench(tr, 1.0, foot), tr.wrench, tr.pose[:, 1] < -DEPTH) for tr in trajs]
-    scale = _scale([m[k] for _, m, k in unit])
-    num = sum(((p[k] / scale) * (m[k] / scale)).sum() for p, m, k in unit)
-    den = sum(((p[k] / scale) ** 2).sum() for p, _, k in unit)
+    """ζ of direct RFT by least squares on the calibration runs (RFT is linear in ζ)."""
+    return fit_gain([rft_wrench(tr, 1.0, foot) for tr in trajs], trajs,
+                    "the calibration runs give RFT no resistance to fit")
+
+
+def fit_gain(preds, trajs, nothing: str) -> float:
+    """The s minimising Σ ‖(s·pred − meas) / scale‖² over the runs' samples deeper than DEPTH, in the
+    wrench scale (F, F, T) of the runs so that N and N·m weigh alike: Σ pred·meas / Σ pred². A
+    GranularError saying ``nothing`` where the predictions are zero."""
+    masks = [tr.pose[:, 1] < -DEPTH for tr in trajs]
+    scale = _scale([tr.wrench[k] for tr, k in zip(trajs, masks)])
+    num = sum(((p[k] / scale) * (tr.wrench[k] / scale)).sum() for p, tr, k in zip(preds, trajs, masks))
+    den = sum(((p[k] / scale) ** 2).sum() for p, k in zip(preds, masks))
     if den <= 0:
-        raise GranularError("the calibration runs give RFT no resistance to fit")
+        raise GranularError(nothing)
     return float(num / den)
 
 

@@ -33,7 +33,7 @@ import numpy as np
 
 from granular.contact import law3d
 from granular.errors import GranularError
-from granular.frames3d import tilt_frame
+from granular.frames3d import foot_axis, tilt_frame
 
 SHAPES = {"cylinder": 5, "capsule": 3, "sphere": 2}  # mjtGeom ids of the foot shapes taken
 
@@ -45,7 +45,6 @@ class GranularFeet:
     geoms: np.ndarray        # geom ids
     names: tuple
     half_length: np.ndarray  # m: p_center's distance from the geom's centre along its axis
-    round: np.ndarray        # bool: a sphere, whose axis is taken along the surface normal
     radius: np.ndarray       # m
     shape: np.ndarray        # mjtGeom ids
     model: object            # WrenchSpaceModel3D
@@ -79,9 +78,8 @@ def attach(mj_model, names, wrench_model, law=law3d.DEFAULT_LAW, where="scenario
                      SHAPES["capsule"]: float(mj_model.geom_size[gid, 1]) + radius, SHAPES["sphere"]: radius}[shape])
         mj_model.geom_contype[gid] = 0
         mj_model.geom_conaffinity[gid] = 0
-    shapes = np.array([int(mj_model.geom_type[g]) for g in ids])
-    return GranularFeet(np.array(ids), tuple(names), np.array(half), shapes == SHAPES["sphere"],
-                        np.array([float(mj_model.geom_size[g, 0]) for g in ids]), shapes, wrench_model, law)
+    return GranularFeet(np.array(ids), tuple(names), np.array(half), mj_model.geom_size[ids, 0].copy(),
+                        mj_model.geom_type[ids].astype(int), wrench_model, law)
 
 
 def foot_states(mj_model, mj_data, feet: GranularFeet, terrain):
@@ -89,9 +87,9 @@ def foot_states(mj_model, mj_data, feet: GranularFeet, terrain):
     θ's d is the height of the foot's lowest point (a cylinder's bottom rim, a capsule's or sphere's
     lowest point; :func:`granular.data.rft3d.center_height`)."""
     out = []
-    for gid, half, round_, radius, shape in zip(feet.geoms, feet.half_length, feet.round, feet.radius, feet.shape):
+    for gid, half, radius, shape in zip(feet.geoms, feet.half_length, feet.radius, feet.shape):
         axis = mj_data.geom_xmat[gid].reshape(3, 3)[:, 2].copy()
-        if round_:
+        if shape == SHAPES["sphere"]:  # its axis is taken along the surface normal
             axis = terrain(mj_data.geom_xpos[gid][:2])[1]
         elif axis[2] < 0:  # the lower end face is the foot's bottom: taken end for end
             axis = -axis
@@ -144,7 +142,7 @@ def step(mj_model, mj_data, feet: GranularFeet, terrain, applied=None):
             mujoco.mj_jac(mj_model, mj_data, jacp, jacr, p_center, mj_model.geom_bodyid[feet.geoms[k]])
             J.append(R.T @ np.vstack([jacp, jacr]))
             thetas.append(theta)
-            arms.append(r_offset * np.array([-np.sin(theta[1]), 0.0, np.cos(theta[1])]))
+            arms.append(r_offset * foot_axis(theta[1]))
         inside = law3d.Feet(np.array(thetas), np.array(J), np.array(arms), np.tile(GRAIN_MASS, (len(contact), 1)))
         result = law3d.step(feet.model, M, v_free, inside, h, feet.law)
         mj_data.qfrc_applied[:] = base + np.einsum("nap,na->p", inside.Jr, result.impulses) / h
@@ -157,40 +155,25 @@ def step(mj_model, mj_data, feet: GranularFeet, terrain, applied=None):
 GRAIN_MASS = np.array([14.714, 14.714, 14.714, 0.122, 0.122, 0.122])
 
 
-def flat(height: float = 0.0):
-    """Level ground at ``height``: the terrain callback, (height, normal) at a point (x, y)."""
-    normal = np.array([0.0, 0.0, 1.0])
-    return lambda xy: (height, normal)
+def terrain(kind: str, angle: float = 0.0, height: float = 0.0, points=()):
+    """The terrain callback, (height, unit normal) at a point (x, y): the planar scenarios' terrain
+    (:mod:`granular.dynamics.terrain`, piecewise linear along x) extruded along y."""
+    from granular.dynamics import terrain as planar
 
-
-def slope(angle: float):
-    """Ground rising along +x at ``angle`` rad through the origin."""
-    normal = np.array([-np.sin(angle), 0.0, np.cos(angle)])
-    return lambda xy: (float(np.tan(angle) * xy[0]), normal)
-
-
-def profile(points):
-    """Ground whose height along x follows the polyline ``points`` [(x, z), …] (level across y),
-    held level past its ends: the planar scenarios' profile terrain, extruded along y."""
-    xs, zs = np.asarray(points, dtype=float).T
-    slopes = np.diff(zs) / np.diff(xs)
+    if kind == "flat":
+        ground = planar.flat(height)
+    elif kind == "slope":
+        ground = planar.slope(angle, height)
+    elif kind == "profile":
+        ground = planar.Terrain(*zip(*points))
+    else:
+        raise GranularError(f"unknown terrain {kind!r}; choose flat, slope or profile")
 
     def at(xy):
-        k = int(np.clip(np.searchsorted(xs, xy[0]) - 1, 0, len(slopes) - 1))
-        grade = slopes[k] if xs[0] <= xy[0] <= xs[-1] else 0.0
-        normal = np.array([-grade, 0.0, 1.0]) / np.hypot(grade, 1.0)
-        return float(np.interp(xy[0], xs, zs)), normal
+        x = float(xy[0])
+        nx, nz = ground.normal(x)
+        return ground.height(x), np.array([nx, 0.0, nz])
     return at
-
-
-def terrain(kind: str, **params):
-    if kind == "flat":
-        return flat(params.get("height", 0.0))
-    if kind == "slope":
-        return slope(params["angle"])
-    if kind == "profile":
-        return profile(params["points"])
-    raise GranularError(f"unknown terrain {kind!r}; choose flat, slope or profile")
 
 
 #: The explicit baseline's regularisation: below this speed of p_center (m/s) 3D-RFT's
@@ -219,7 +202,7 @@ def explicit_step(mj_model, mj_data, feet: GranularFeet, terrain, medium):
         twist = J @ mj_data.qvel
         speed = np.linalg.norm(twist[:3])
         w = rft3d.foot_wrench(foot, theta, twist[None], medium.zeta, medium.coeffs)[0] * min(1.0, speed / EXPLICIT_SPEED)
-        arm = foot.r_offset * np.array([-np.sin(theta[1]), 0.0, np.cos(theta[1])])
+        arm = foot.r_offset * foot_axis(theta[1])
         Jr = law3d.Feet(theta[None], J[None], arm[None], np.zeros((1, 6))).Jr[0]
         mj_data.qfrc_applied += Jr.T @ w
     mujoco.mj_step2(mj_model, mj_data)
