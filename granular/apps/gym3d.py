@@ -69,8 +69,6 @@ class Quadruped3DEnv(gymnasium.Env):
         self.observation_space = spaces.Box(low, high, dtype=np.float32)
 
     def reset(self, *, seed=None, options=None):
-        from granular.scenarios import scenario3d
-
         import mujoco
 
         super().reset(seed=seed)

@@ -186,16 +186,7 @@ def read_columns(path, mapping: Mapping, optional=()) -> tuple[dict, dict]:
     if _is_3d(mapping):
         return _3d().read_columns(path, mapping, optional)
     path = Path(path)
-    if not path.exists():
-        raise BadRun(f"{path}: no such file")
-    wanted = (*CHANNELS, *optional)
-    if path.is_dir():
-        cols, meta = _read_bag(path, mapping), _sidecar(path)
-    elif path.suffix in (".h5", ".hdf5"):
-        cols, meta = _read_hdf5(path, mapping, wanted)
-    else:
-        meta = _sidecar(path)
-        cols = _read_csv(path, mapping, wanted)
+    cols, meta = raw_columns(path, mapping, (*CHANNELS, *optional), _read_bag)
     _3d().refuse_space(path, meta, "planar")  # a 6-axis run: fatal, the batch needs the 3D mapping
     missing = [mapping.columns[c] for c in CHANNELS if c not in cols]
     if missing:
@@ -207,6 +198,18 @@ def read_columns(path, mapping: Mapping, optional=()) -> tuple[dict, dict]:
         raise BadRun(f"{path}: the columns should be 1-D and of one length: "
                      + ", ".join(f"{name} has shape {shapes[name]}" for name in [time, *odd]))
     return si, meta
+
+
+def raw_columns(path: Path, mapping, wanted, read_bag) -> tuple[dict, dict]:
+    """A run's mapped channels as stored and its metadata, by format: a ROS 2 bag (a folder, read by
+    ``read_bag``, sidecar beside it), HDF5 (metadata as attributes) or CSV (+ sidecar)."""
+    if not path.exists():
+        raise BadRun(f"{path}: no such file")
+    if path.is_dir():
+        return read_bag(path, mapping), _sidecar(path)
+    if path.suffix in (".h5", ".hdf5"):
+        return _read_hdf5(path, mapping, wanted)
+    return _read_csv(path, mapping, wanted), _sidecar(path)
 
 
 def _read_hdf5(path: Path, mapping: Mapping, wanted) -> tuple[dict, dict]:

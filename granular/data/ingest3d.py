@@ -23,8 +23,8 @@ import numpy as np
 
 from granular.data import ingest
 from granular.data.dataset import KINDS, WrenchDataset
-from granular.data.ingest import (DEFAULT_CUTOFF_HZ, PASS_FRACTION, BadRun, Sign, _check, _pass_time, _read_csv,
-                                  _read_hdf5, _sidecar, _velocity_scale, lowpass_samples)
+from granular.data.ingest import (DEFAULT_CUTOFF_HZ, PASS_FRACTION, BadRun, Sign, _check, _pass_time,
+                                  _velocity_scale, lowpass_samples)
 from granular.data.sampling import SIZES_3D, sphere_directions_3d
 from granular.errors import GranularError
 from granular.foot import Foot
@@ -271,15 +271,7 @@ def read_columns(path, mapping: Mapping3D, optional=()) -> tuple[dict, dict]:
     """A 3D run's channels in SI (1-D, one length; the twist channels where the record has them) and its
     metadata, from CSV (+ sidecar), HDF5 or a ROS 2 bag; a planar run is refused (:func:`refuse_space`)."""
     path = Path(path)
-    if not path.exists():
-        raise BadRun(f"{path}: no such file")
-    wanted = (*CHANNELS, *TWIST)
-    if path.is_dir():
-        cols, meta = _read_bag(path, mapping), _sidecar(path)
-    elif path.suffix in (".h5", ".hdf5"):
-        cols, meta = _read_hdf5(path, mapping, wanted)
-    else:
-        meta, cols = _sidecar(path), _read_csv(path, mapping, wanted)
+    cols, meta = ingest.raw_columns(path, mapping, (*CHANNELS, *TWIST), _read_bag)
     if "path" in meta:  # a validation trajectory (granular validate): planar only
         raise WrongSpace(f"{path}: a validation run; those are planar, read it without the 3D mapping")
     refuse_space(path, meta, "3d", mapping.path)

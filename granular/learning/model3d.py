@@ -18,7 +18,7 @@ scaled wrench space and whose offsets b(θ) are the points' support function.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
