@@ -57,6 +57,8 @@ MODULES = (
     "dynamics/terrain.py",
     "contact/detection.py",
     "contact/qp.py",
+    "contact/reduction.py",
+    "contact/active_set.py",
     "contact/flow.py",
     "wrench/flow.py",
     "learning/linear.py",

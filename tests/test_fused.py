@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 import quadprog
 
-from granular.contact.qp import NATIVE_TOLERANCE, dual_active_set, stack_blocks, strictly_convex
+from granular.contact.active_set import NATIVE_TOLERANCE, dual_active_set
+from granular.contact.qp import stack_blocks
+from granular.contact.reduction import strictly_convex
 from granular.scenarios import scenario as scenarios
 from granular.simulation import fused
 from granular.simulation.simulation import Simulation

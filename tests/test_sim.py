@@ -7,8 +7,9 @@ from granular.scenarios import scenario as scenarios
 
 from granular.dynamics import terrain
 from granular.contact.detection import FootContact, Feet, detect
-from granular.contact.qp import (ContactQP, CvxpySolver, DaqpSolver, NativeSolver, OsqpSolver, QuadprogSolver, SolverError,
-                                 TREE_MIN_DOFS, one_branch, reduce_qp, stack_blocks)
+from granular.contact.qp import ContactQP, SolverError, stack_blocks
+from granular.contact.reduction import TREE_MIN_DOFS, one_branch, reduce_qp
+from granular.contact.solvers import CvxpySolver, DaqpSolver, NativeSolver, OsqpSolver, QuadprogSolver
 from granular.errors import GranularError
 from granular.learning.catalog import load_model
 from granular.dynamics.multibody import Body, MultiBody

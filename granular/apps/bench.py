@@ -204,7 +204,7 @@ class _HoldJoints:
 
 def scaling(solver: str = "daqp", feet=(1, 4, 16, 64, 256), steps: int = 300, warmup: int = 300) -> dict:
     """Median µs per step of :func:`centipede` scenes against the number of feet (contacts) and bodies."""
-    from granular.contact.qp import make_solver
+    from granular.contact.solvers import make_solver
     from granular.learning.catalog import load_model
     from granular.simulation.simulation import Simulation, StepTimer
 

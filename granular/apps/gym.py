@@ -56,7 +56,7 @@ except ModuleNotFoundError as exc:  # only a missing gymnasium; a broken install
 from granular.apps import rewards
 from granular.compiled import unchecked
 from granular.contact.flow import LAWS
-from granular.contact.qp import make_solver
+from granular.contact.solvers import make_solver
 from granular.scenarios import scenario as scenarios
 from granular.scenarios.control import JointPD
 from granular.scenarios.robots import JOINTS, LIMBS

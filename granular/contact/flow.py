@@ -25,7 +25,8 @@ from functools import cached_property
 import numpy as np
 from granular.compiled import kernel
 
-from granular.contact.qp import ContactQP, block_excess, strictly_convex
+from granular.contact.qp import ContactQP, block_excess
+from granular.contact.reduction import strictly_convex
 from granular.wrench.flow import TAILS, DirectionMap, coefficients, dissipative_into, interpolate_into, solve_into
 
 LAWS = ("max-dissipation", "data-flow")

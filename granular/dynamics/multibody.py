@@ -77,7 +77,7 @@ class MultiBody:
                 chain[i, a] = 1.0
                 a = parent[a]
         # The branches hanging from the base: bodies grouped by the base's child they descend from
-        # (their joints' dofs, 2 + i); M couples two branches only through the base (contact/qp.py).
+        # (their joints' dofs, 2 + i); M couples two branches only through the base (contact/reduction.py).
         root = [0] * nb
         for i in range(1, nb):
             root[i] = i if parent[i] == 0 else root[parent[i]]

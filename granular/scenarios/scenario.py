@@ -21,7 +21,7 @@ from msgspec import Meta
 from granular.contact import compliant as compliant_laws
 from granular.contact.detection import FootContact
 from granular.contact.flow import DEFAULT_LAW
-from granular.contact.qp import make_solver
+from granular.contact.solvers import make_solver
 from granular.dynamics import terrain as terrain_mod
 from granular.dynamics.multibody import Body, MultiBody
 from granular.errors import GranularError

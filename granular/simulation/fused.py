@@ -7,7 +7,7 @@ kernels are called from one kernel, :func:`fused_steps`, that steps a batch of r
 times each, so a call costs its numerics plus one crossing from Python, however many robots and
 steps it takes (a single robot is a batch of one). It computes what ``step`` computes, to rounding, for
 a model with fixed normals, an RBF model of W(θ) and a controller of the :class:`JointControl`
-kind, with :class:`~granular.contact.qp.NativeSolver` as the QP solver (``tests/test_fused.py``
+kind, with :class:`~granular.contact.solvers.NativeSolver` as the QP solver (``tests/test_fused.py``
 compares the two), under the maximum-dissipation law or the data-flow law (the sticking feet's
 QP, where some feet stick while others follow the data, solved by the same native solver).
 :func:`plan` says whether a model qualifies; the :class:`~granular.simulation.simulation.Simulation` loop takes this path where it
@@ -23,8 +23,10 @@ from granular.compiled import kernel, unchecked
 from granular.contact.detection import _detect
 from granular.contact.flow import (ITERATIONS, TOLERANCE, WORK_TOLERANCE, flow_coefficients, newton, slide_all,
                                     stop_groups)
-from granular.contact.qp import (NATIVE_TOLERANCE, TREE_MIN_DOFS, dual_active_set, leaves_first_cholesky,
-                                 leaves_first_solve, reduce_qp, reduce_small, stack_blocks, strictly_convex)
+from granular.contact.active_set import NATIVE_TOLERANCE, dual_active_set
+from granular.contact.qp import stack_blocks
+from granular.contact.reduction import (TREE_MIN_DOFS, leaves_first_cholesky, leaves_first_solve, reduce_qp,
+                                        reduce_small, strictly_convex)
 from granular.dynamics.multibody import _dynamics, _frames
 from granular.learning.linear import support_of_mirror_average
 from granular.wrench.flow import TAILS
@@ -330,7 +332,7 @@ def _stacked(stacks, offsets, K, b, dt, ub_all, rows_all):
 
 @kernel()
 def _reduce(M, Jt, Jp, Mg, v, impulse, dofs, starts):
-    """(P, g, B, v_free) of :func:`~granular.contact.qp.reduce_qp`, in loops where the system is small."""
+    """(P, g, B, v_free) of :func:`~granular.contact.reduction.reduce_qp`, in loops where the system is small."""
     if M.shape[0] < TREE_MIN_DOFS or len(starts) <= 2:
         return reduce_small(M, Jt, Jp, Mg, v, impulse)
     P, g, B, v_free, _ = reduce_qp(M, Jt, Jp, Mg, v, impulse, dofs, starts)
@@ -339,7 +341,7 @@ def _reduce(M, Jt, Jp, Mg, v, impulse, dofs, starts):
 
 @kernel()
 def _solve(P, g, A, ub, rows, warm):
-    """The QP's impulses (as :class:`~granular.contact.qp.NativeSolver`) and whether it was solved;
+    """The QP's impulses (as :class:`~granular.contact.solvers.NativeSolver`) and whether it was solved;
     ``warm`` = [size, the active set…] is the warm start, updated."""
     top = 1e-12
     for r in range(len(ub)):

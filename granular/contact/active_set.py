@@ -1,0 +1,266 @@
+"""The native QP solver's kernels: a dual active-set method (Goldfarb–Idnani) for
+min ½ xᵀ H x + gᵀ x subject to A x ≤ ub with A block-diagonal by feet, compiled with the step's
+kernels so that the fused step calls it (:class:`granular.contact.solvers.NativeSolver` wraps it).
+"""
+from __future__ import annotations
+
+import numpy as np
+from granular.compiled import kernel
+
+from granular.contact.reduction import cholesky
+
+
+NATIVE_TOLERANCE = 1e-9
+#: A constraint joins the active set only if L⁻¹ a has at least this share of its length outside the
+#: set's span (independent, well beyond Gram–Schmidt's rounding).
+INDEPENDENT = 1e-7
+#: The smallest ratio of the Cholesky factor's diagonal entries (about √ of H's inverse condition
+#: number) the native solver works with; below it, DAQP solves the step.
+CONDITION = 1e-4
+
+
+@kernel("f8[:, ::1], f8[::1], f8[:, ::1], f8[::1], i8[::1], f8, i8[::1], i8")
+def dual_active_set(H, g, A, ub, rows, tol, active, count):
+    """min ½ xᵀ H x + gᵀ x subject to A x ≤ ub, for H positive definite and A block-diagonal by feet
+    (foot f's facets rows[f]:rows[f + 1] act on x[3f:3f + 3] alone): the dual active-set method of
+    Goldfarb & Idnani (1983), the method quadprog implements. From the minimiser over an active set
+    with non-negative multipliers it adds the most violated constraint until none is violated by
+    more than ``tol``, keeping the multipliers non-negative on the way (a constraint whose
+    multiplier would turn negative leaves the set), so the answer is the QP's own.
+
+    Warm start: ``active[:count]`` (say, the last step's set) is taken as the first active set,
+    less the constraints that are out of range, dependent on the others or whose multipliers come
+    out negative (a dual active-set method may start from any set with non-negative multipliers).
+    The set is at most len(x) constraints, so its QR factorisation (of L⁻¹ N, H = L Lᵀ) is rebuilt
+    from a removed constraint on rather than updated. On return ``active[:size]`` is the final set.
+    Returns (x, status, size): status ≥ 0 the iterations taken; −1 an infeasible step (impossible
+    when x = 0 is feasible), −2 the iteration limit (cycling on a degenerate vertex), −3 H too
+    ill-conditioned to trust L⁻¹ (more impulses than the degrees of freedom they move, as a rover's
+    wheels: P is singular but for its ridge)."""
+    n = len(g)
+    L = cholesky(H)
+    lo, hi = np.inf, 0.0
+    for i in range(n):
+        lo, hi = min(lo, L[i, i]), max(hi, L[i, i])
+    if not (hi > 0.0 and lo >= CONDITION * hi):  # NaN too: a pivot that was not positive
+        return np.zeros(n), -3, 0
+    # two allocations, not thirteen: at a quadruped's size they cost as much as the flops
+    matrices, vectors = np.empty((3, n, n)), np.empty((9, n))
+    Nt, Q, R = matrices[0], matrices[1], matrices[2]   # Nt: L⁻¹ a_j of the active constraints, one per row
+    gt, u, proj, rr, a, at, resid, x, z = (vectors[0], vectors[1], vectors[2], vectors[3], vectors[4], vectors[5],
+                                           vectors[6], vectors[7], vectors[8])
+    _forward_into(L, g, gt, 0)           # L⁻¹ g
+    u[:] = 0.0
+    na = _warm_start(A, ub, rows, L, active, count, Nt, Q, R, gt, u, proj, rr, a, at, resid)
+    _minimiser(L, gt, Nt, u, na, resid, x)
+    for it in range(4 * (len(ub) + n) + 10):
+        p, s = _most_violated(A, x, ub, rows, tol)
+        if p < 0:
+            return x, it, na
+        f = _constraint_row(A, rows, p, a)
+        _forward_into(L, a, at, 3 * f)
+        up = 0.0
+        while True:
+            _project(Q, R, na, at, proj, rr, resid)
+            t1, drop = np.inf, -1
+            for j in range(na):
+                if rr[j] > 1e-12 and u[j] / rr[j] < t1:
+                    t1, drop = u[j] / rr[j], j
+            az = _vdot(resid, resid, n)
+            t2 = s / az if az > INDEPENDENT**2 * _vdot(at, at, n) else np.inf
+            if t1 == np.inf and t2 == np.inf:
+                return x, -1, na
+            step = min(t1, t2)
+            _backward_into(L, resid, z)
+            for i in range(n):
+                x[i] -= step * z[i]
+            for j in range(na):
+                u[j] -= step * rr[j]
+            up += step
+            if t2 <= t1:
+                if na == n:  # more than n independent constraints: rounding; let another solver decide
+                    return x, -2, na
+                Nt[na], active[na], u[na] = at, p, up
+                _extend(Q, R, na, proj, resid, np.sqrt(az))
+                na += 1
+                break
+            _remove(Nt, active, u, drop, na)
+            na -= 1
+            if not _qr(Nt, na, Q, R, drop):
+                return x, -2, na
+            s = -ub[p]
+            for c in range(3):
+                s += A[p, 3 * f + c] * x[3 * f + c]
+    return x, -2, na
+
+
+@kernel()
+def _warm_start(A, ub, rows, L, active, count, Nt, Q, R, gt, u, proj, rr, a, at, resid):
+    """The guessed active set made a valid start: each constraint in range and independent of those
+    kept before it, then the one with the most negative multiplier dropped until none is negative.
+    Multipliers of the minimiser over the set (N x = ub_N): u = −(RᵀR)⁻¹ (ub_N + Ñᵀ L⁻¹ g). Leaves
+    Q R = Ñ of the set; a, at and resid are scratch."""
+    n = len(gt)
+    na = 0
+    for j in range(min(count, n)):
+        p = active[j]
+        if p < 0 or p >= len(ub):
+            continue
+        _forward_into(L, a, at, 3 * _constraint_row(A, rows, p, a))
+        _project(Q, R, na, at, proj, rr, resid)
+        norm = np.sqrt(_vdot(resid, resid, n))
+        if norm > INDEPENDENT * np.sqrt(_vdot(at, at, n)):
+            Nt[na], active[na] = at, p
+            _extend(Q, R, na, proj, resid, norm)
+            na += 1
+    while na > 0:
+        for j in range(na):   # rhs = −(ub_N + Ñᵀ gt); solve Rᵀ y = rhs, then R u = y
+            acc = -(ub[active[j]] + _vdot(Nt[j], gt, n))
+            for k in range(j):
+                acc -= R[k, j] * proj[k]
+            proj[j] = acc / R[j, j]
+        for j in range(na - 1, -1, -1):
+            acc = proj[j]
+            for k in range(j + 1, na):
+                acc -= R[j, k] * u[k]
+            u[j] = acc / R[j, j]
+        worst, drop = 0.0, -1
+        for j in range(na):
+            if u[j] < worst:
+                worst, drop = u[j], j
+        if drop < 0:
+            break
+        _remove(Nt, active, u, drop, na)
+        na -= 1
+        if not _qr(Nt, na, Q, R, drop):  # rounding made the rest dependent: start cold
+            na = 0
+    for j in range(na, n):
+        u[j] = 0.0
+    return na
+
+
+@kernel()
+def _extend(Q, R, k, proj, resid, norm):
+    """Q R grown by the vector whose projections on Q[:k] are proj[:k] and whose remainder is resid."""
+    for i in range(k):
+        R[i, k] = proj[i]
+    R[k, k] = norm
+    for i in range(len(resid)):
+        Q[k, i] = resid[i] / norm
+
+
+@kernel()
+def _minimiser(L, gt, Nt, u, na, work, x):
+    """x ← −L⁻ᵀ (L⁻¹ g + Ñ u): the minimiser for the active set's multipliers u."""
+    n = len(gt)
+    for i in range(n):
+        work[i] = gt[i]
+    for j in range(na):
+        for i in range(n):
+            work[i] += u[j] * Nt[j, i]
+    _backward_into(L, work, x)
+    for i in range(n):
+        x[i] = -x[i]
+
+
+@kernel()
+def _project(Q, R, na, at, proj, rr, resid):
+    """Split ã = L⁻¹ a over the active set's span: rr = R⁻¹ Qᵀ ã (the multipliers' rates) and
+    resid = ã − Q Qᵀ ã (the part that moves x)."""
+    n = len(at)
+    for i in range(n):
+        resid[i] = at[i]
+    for j in range(na):
+        proj[j] = _vdot(Q[j], at, n)
+        for i in range(n):
+            resid[i] -= proj[j] * Q[j, i]
+    for j in range(na - 1, -1, -1):
+        acc = proj[j]
+        for k in range(j + 1, na):
+            acc -= R[j, k] * rr[k]
+        rr[j] = acc / R[j, j]
+
+
+@kernel()
+def _remove(Nt, active, u, drop, na):
+    for j in range(drop, na - 1):
+        Nt[j], active[j], u[j] = Nt[j + 1], active[j + 1], u[j + 1]
+    u[na - 1] = 0.0
+
+
+@kernel()
+def _most_violated(A, x, ub, rows, tol):
+    """The constraint of A x ≤ ub violated the most beyond ``tol`` and its violation; (−1, 0) if none."""
+    best, worst = -1, tol
+    for f in range(len(rows) - 1):
+        j = 3 * f
+        for r in range(rows[f], rows[f + 1]):
+            s = A[r, j] * x[j] + A[r, j + 1] * x[j + 1] + A[r, j + 2] * x[j + 2] - ub[r]
+            if s > worst:
+                best, worst = r, s
+    return best, (worst if best >= 0 else 0.0)
+
+
+@kernel()
+def _constraint_row(A, rows, r, out):
+    """out ← constraint r's row of the block-diagonal A (dense); returns its foot."""
+    f = 0
+    while rows[f + 1] <= r:
+        f += 1
+    out[:] = 0.0
+    for c in range(3):
+        out[3 * f + c] = A[r, 3 * f + c]
+    return f
+
+
+@kernel()
+def _vdot(a, b, n):
+    acc = 0.0
+    for i in range(n):
+        acc += a[i] * b[i]
+    return acc
+
+
+@kernel()
+def _forward_into(L, b, y, start):
+    """y ← L⁻¹ b for lower-triangular L and b zero before ``start`` (a constraint's row: its foot's
+    three impulses), whose y is zero there too; ``start`` = 0 for a dense b."""
+    for i in range(start):
+        y[i] = 0.0
+    for i in range(start, len(b)):
+        acc = b[i]
+        for k in range(start, i):
+            acc -= L[i, k] * y[k]
+        y[i] = acc / L[i, i]
+
+
+@kernel()
+def _backward_into(L, y, x):
+    """x ← L⁻ᵀ y for lower-triangular L."""
+    for i in range(len(y) - 1, -1, -1):
+        acc = y[i]
+        for k in range(i + 1, len(y)):
+            acc -= L[k, i] * x[k]
+        x[i] = acc / L[i, i]
+
+
+@kernel()
+def _qr(N, k, Q, R, start):
+    """Q R = N by modified Gram–Schmidt for the vectors N[:k] (rows, as Q's: contiguous), which the
+    active set keeps independent; False if rounding has made them dependent after all. Q R of
+    N[:start] is taken as it stands (vector j's factors depend on N[:j + 1] alone: after a removal,
+    only those behind it change)."""
+    n = N.shape[1]
+    for j in range(start, k):
+        for i in range(n):
+            Q[j, i] = N[j, i]
+        for i in range(j):
+            R[i, j] = _vdot(Q[i], Q[j], n)
+            for c in range(n):
+                Q[j, c] -= R[i, j] * Q[i, c]
+        R[j, j] = np.sqrt(_vdot(Q[j], Q[j], n))
+        if not R[j, j] > INDEPENDENT * np.sqrt(_vdot(N[j], N[j], n)):
+            return False
+        for c in range(n):
+            Q[j, c] /= R[j, j]
+    return True
