@@ -88,6 +88,45 @@ def test_a_robot_never_seen_settles_on_sand(tmp_path):
     assert torso["final_pos"][2] < torso["initial_pos"][2] and torso["final_pos"][2] > 0.3, "it stands on its legs"
 
 
+def test_a_urdf_robot_gets_a_free_base_and_actuators_and_settles_on_sand():
+    """examples/my_urdf_robot: a URDF (no actuators, a root MuJoCo would weld to the world) made ready
+    to walk (robot3d): it falls freely onto the sand and settles on its four cylinder feet, named by
+    their <collision> names, its hips held by the position actuators granular adds."""
+    world = scenario3d.build("examples/my_urdf_robot/my_urdf_robot.toml")
+    assert world.mj_model.nu == 4 and world.mj_model.jnt_type[0] == 0, "a free base, an actuator per hip"
+    rec = scenario3d.run(world)
+    summary = scenario3d.summary(world, rec)
+    assert summary["final_speed"] < 1e-3
+    assert summary["energy"]["largest_gain_per_step_J"] <= 1e-9
+    assert all(0.0 < f["max_depth_m"] < 0.13 for f in summary["feet"].values())
+    torso = summary["bodies"]["torso"]
+    assert 0.2 < torso["final_pos"][2] < torso["initial_pos"][2], "it fell and stands on its legs"
+
+
+def test_feet_may_be_named_by_their_links():
+    from granular.scenarios import robot3d
+
+    world = scenario3d.build("examples/my_urdf_robot/my_urdf_robot.toml")
+    assert robot3d.foot_geoms(world.mj_model, ["paw_fl", "foot_fr"]) == ["foot_fl", "foot_fr"]
+    with pytest.raises(GranularError, match="'world' is a body with 0 collision geoms; name the geom itself"):
+        robot3d.foot_geoms(world.mj_model, ["world"])
+
+
+@pytest.mark.parametrize("robot, message", [
+    ('urdf = "bad.urdf"', "MuJoCo cannot load it"),
+    ('urdf = "bad.urdf"\nmjcf = "robot.xml"', "one of mjcf"),
+    ("floating = true", "one of mjcf"),
+])
+def test_bad_urdf_robots_are_one_clear_line(tmp_path, robot, message):
+    scenario = stranger(tmp_path)
+    (tmp_path / "bad.urdf").write_text("<robot name='x'><link name='a'><collision><geometry><sphere/>"
+                                       "</geometry></collision></link><joint name='j' type='spin'/></robot>")
+    scenario.write_text(scenario.read_text().replace('mjcf = "robot.xml"', robot.replace("\\n", "\n")))
+    run = subprocess.run([sys.executable, "-m", "granular", "sim", str(scenario)], capture_output=True, text=True)
+    assert run.returncode != 0 and message in run.stderr, run.stderr
+    assert "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()) == 1
+
+
 @pytest.mark.parametrize("change, message", [
     ({"xml": "<mujoco><worldbody><geom type='nonsense'/></worldbody></mujoco>"}, "MuJoCo cannot load it"),
     ({"feet": ("foot0", "paw")}, "foot geom 'paw' is not in the model"),

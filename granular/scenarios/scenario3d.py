@@ -4,7 +4,7 @@ A scenario file names the robot's model and which of its geoms are feet in the m
 
     duration = 2.0
     [robot]
-    mjcf = "robots/foot3d.xml"          # relative to the scenario file
+    mjcf = "robots/foot3d.xml"          # relative to the scenario file; or urdf = "…" (robot3d)
     [granular]
     medium = "sand3d"                   # a shipped 3D model name or a model file
     feet = ["foot"]                     # geom names: cylinder, sphere or capsule
@@ -32,10 +32,19 @@ from granular.errors import GranularError
 from granular.io.schema import Finite, Positive, Schema, load as load_schema
 
 from granular.contact.law3d import LAWS  # the scenario file's choices of law
+from granular.scenarios import robot3d
 
 
 class RobotSection(Schema):
-    mjcf: str
+    """The robot's file, relative to the scenario: ``mjcf``, or ``urdf`` with a free base unless
+    ``floating = false`` and position actuators of gains ``kp`` (N·m/rad), ``kv`` (N·m·s/rad) on
+    its joints (:mod:`granular.scenarios.robot3d`)."""
+
+    mjcf: str | None = None
+    urdf: str | None = None
+    floating: bool = True
+    kp: Positive = 200.0
+    kv: Finite = 10.0
 
 
 class GranularSection(Schema):
@@ -93,11 +102,12 @@ class Scenario3DFile(Schema):
 
 
 def is_3d(path) -> bool:
-    """Whether a scenario file names a MuJoCo model (its [robot] has ``mjcf``)."""
+    """Whether a scenario file names a MuJoCo model (its [robot] has ``mjcf`` or ``urdf``, or their options)."""
     import tomllib
 
     try:
-        return "mjcf" in tomllib.loads(Path(path).read_text()).get("robot", {})
+        robot = tomllib.loads(Path(path).read_text()).get("robot", {})
+        return bool({"mjcf", "urdf", "floating", "kp", "kv"} & set(robot))
     except (OSError, ValueError, AttributeError):
         return False
 
@@ -126,17 +136,22 @@ def build(path, medium: str | None = None, law: str | None = None, duration: flo
 
     path = Path(path)
     spec = load(path)
-    model_file = (path.parent / spec.robot.mjcf).resolve()
+    robot = spec.robot
+    if (robot.mjcf is None) == (robot.urdf is None):
+        raise GranularError(f"{path}: [robot] names its model by one of mjcf = \"….xml\" or urdf = \"….urdf\"")
+    key, name = ("urdf", robot.urdf) if robot.urdf is not None else ("mjcf", robot.mjcf)
+    model_file = (path.parent / name).resolve()
     if not model_file.is_file():
-        raise GranularError(f"{path}: robot.mjcf {spec.robot.mjcf!r}: no such file ({model_file})")
-    try:
-        mj_model = mujoco.MjModel.from_xml_path(str(model_file))
-    except ValueError as exc:
-        raise GranularError(f"{model_file}: MuJoCo cannot load it: {' '.join(str(exc).split())}") from None
+        raise GranularError(f"{path}: robot.{key} {name!r}: no such file ({model_file})")
+    mj_model = robot3d.load(model_file, key == "urdf", robot.floating, robot.kp, robot.kv)
     if spec.dt is not None:
         mj_model.opt.timestep = spec.dt
     wrenches = _medium(path, medium or spec.granular.medium)
-    feet = mujoco3d.attach(mj_model, spec.granular.feet, wrenches, law or spec.granular.law, where=str(path))
+    try:
+        feet = robot3d.foot_geoms(mj_model, spec.granular.feet)
+    except GranularError as exc:
+        raise GranularError(f"{path}: {exc}") from None
+    feet = mujoco3d.attach(mj_model, feet, wrenches, law or spec.granular.law, where=str(path))
     gait = (_gait(path, spec.control, mj_model) if spec.control.kind in ("trot", "hold")
             else _tripod(path, spec.control, mj_model) if spec.control.kind == "tripod" else None)
     if spec.control.kind == "pd" and len(spec.control.targets) != mj_model.nu:
