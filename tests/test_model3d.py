@@ -103,6 +103,24 @@ def test_exact_and_fixed_normal_polytopes_hold_the_points(ds3):
     assert np.all(P @ An.T <= bn + 1e-9)
 
 
+@pytest.mark.parametrize("target", ["wrench", "per-depth"])
+def test_the_compiled_wrench_space_equals_the_model_s_own(ds3, target):
+    """support() (one compiled call: the MuJoCo step's W(θ)) gives points() and offsets() as numpy
+    computes them, in the data, past it (deeper, more tilted: clamped and scaled), out of contact, NaN."""
+    from granular.wrench import polytopes
+
+    model = wm3.fit(ds3, target=target)
+    rng = np.random.default_rng(0)
+    theta = np.column_stack([rng.uniform(2 * model.d_min, 0.01, 40), rng.uniform(-2, 2, 40) * model.phi_max])
+    theta[0] = [np.nan, 0.0]
+    A = model.fixed_normals(72)
+    b, P = model.support(A, theta)
+    P0 = wm3.WrenchSpaceModel3D.points(model, theta)
+    np.testing.assert_allclose(P, P0, rtol=0, atol=1e-12 * np.abs(P0).max())
+    np.testing.assert_allclose(b, polytopes.support_offsets(A, P0), rtol=0, atol=1e-12 * np.abs(P0).max())
+    assert not P[0].any() and not b[0].any()
+
+
 def test_a_3d_model_file_round_trips_and_the_planar_loader_refuses_it(tmp_path, ds3):
     model = wm3.fit(ds3)
     wm3.save(model, tmp_path / "m3.h5")

@@ -75,7 +75,8 @@ def step(model, M, v_free, feet: Feet, h: float, law: str = DEFAULT_LAW, K: int 
     if N == 0:
         return Step(np.asarray(v_free, float).copy(), np.zeros((0, 6)), np.zeros(0, bool))
     A = model.fixed_normals(K)
-    ub = h * model.offsets(A, feet.thetas)  # (N, K)
+    b, points = model.support(A, feet.thetas)  # W(θ) of every foot, predicted once for the step
+    ub = h * b  # (N, K)
     Jr = feet.Jr
     Minv = np.linalg.inv(M)
     H = M + np.einsum("nap,na,naq->pq", feet.J, feet.grain_mass, feet.J)
@@ -94,11 +95,12 @@ def step(model, M, v_free, feet: Feet, h: float, law: str = DEFAULT_LAW, K: int 
         if sticking.all():
             break
         slide = ~sticking
-        v = _slide(model, Minv, Jr, feet, v_free + Minv @ np.einsum("nap,na->p", Jr[sticking], c[sticking]), slide, h)
+        v = _slide(model, Minv, Jr, feet, points, v_free + Minv @ np.einsum("nap,na->p", Jr[sticking], c[sticking]),
+                   slide, h)
         if v is None:  # Newton's method failed (a kink of the data's map): the step falls back, as in the plane
             return Step(v_free + Minv @ np.einsum("nap,na->p", Jr, md), md, _inside(A, ub, md))
         c_new = c.copy()
-        c_new[slide] = h * model.flow(feet.thetas[slide], np.einsum("nap,p->na", feet.J[slide], v))
+        c_new[slide] = h * model.flow_at(points[slide], feet.thetas[slide], np.einsum("nap,p->na", feet.J[slide], v))
         if sticking.any():
             c_new[sticking] = _qp(Minv, H, Jr, v_free, A, ub, sticking, c_new)[sticking]
         settled = np.abs(c_new - c).max() <= TOLERANCE * max(np.abs(c_new).max(), 1e-300)
@@ -140,16 +142,16 @@ def _qp(Minv, H, Jr, v_free, A, ub, free, held):
     return out
 
 
-def _slide(model, Minv, Jr, feet, base, slide, h):
+def _slide(model, Minv, Jr, feet, points, base, slide, h):
     """Newton's method on v = base + h M⁻¹ Σ_slide J_rᵀ w(θ, J v), the sliding feet's data wrench
     at their twists; the Jacobian of w by central differences in the twist, all feet and axes in
-    one call (w is rate-independent, so its derivative is taken at the twist's own scale). The
-    feet's extreme wrenches are predicted once: θ does not change within the step. None if it
-    does not converge."""
+    one call (w is rate-independent, so its derivative is taken at the twist's own scale). ``points``
+    (N, m, 6): every foot's extreme wrenches, predicted once for the step (θ does not change within
+    it). None if it does not converge."""
     idx = np.flatnonzero(slide)
     n = len(idx)
     th, J, Jri = feet.thetas[idx], feet.J[idx], Jr[idx]
-    points = model.points(th)
+    points = points[idx]
     scale = model.dataset.velocity_scale
     stacked = np.repeat(points, 13, axis=0)
     th13 = np.repeat(th, 13, axis=0)

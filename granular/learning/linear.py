@@ -113,3 +113,34 @@ def support_of_mirror_average(thetas, bounds, x_scale, phi_active, per_depth, ce
             for f in range(K):
                 row[f] = max(row[f], a0[f] * w0 + a1[f] * w1 + a2[f] * w2)
     return b, W, clamped
+
+
+@kernel("f8[:, ::1], f8[::1], i8, i8, f8[:, ::1], f8[::1], i8, i8, f8[:, ::1], f8[:, ::1]")
+def support_3d(thetas, bounds, phi_active, per_depth, centers, c2, kernel, degree, coef, A):
+    """(b (k, K), W (k, 6m)): a 3D model's extreme wrenches at configurations θ (k, 2), zero where
+    d ≥ 0 (or NaN), and their fixed-normal offsets b = max(0, max_i A w_i) for normals A (K, 6), in
+    one call (``WrenchSpaceModel3D.points`` and ``offsets``, which the MuJoCo step needs for every foot
+    at every step). ``bounds`` = (deepest d, shallowest d, largest |φ|, d scale, φ scale): θ is
+    clamped to the data and scaled as the regressor saw it, and W scaled by :func:`depth_factor`."""
+    k, K, m = thetas.shape[0], A.shape[0], coef.shape[1] // 6
+    X = np.zeros((k, 1 + phi_active))
+    scale = np.zeros(k)
+    for i in range(k):
+        d0 = thetas[i, 0]
+        if d0 < 0.0:  # else (NaN too) out of contact: W = 0
+            scale[i] = depth_factor(d0, bounds[0], per_depth)
+            X[i, 0] = min(max(d0, bounds[0]), bounds[1]) / bounds[3]
+            if phi_active:
+                X[i, 1] = min(max(thetas[i, 1], -bounds[2]), bounds[2]) / bounds[4]
+    F = rbf_features(X, centers, c2, kernel, degree)
+    for i in range(k):
+        for j in range(F.shape[1]):
+            F[i, j] *= scale[i]
+    W = F @ coef  # two matrix products, BLAS's: the loops they replace were slower than numpy
+    support = W.reshape((k * m, 6)) @ A.T
+    b = np.zeros((k, K))
+    for i in range(k):
+        for j in range(m):
+            for f in range(K):
+                b[i, f] = max(b[i, f], support[i * m + j, f])
+    return b, W

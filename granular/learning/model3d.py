@@ -28,6 +28,7 @@ from granular.data.sampling import mirror_permutation, sphere_directions_3d
 from granular.errors import GranularError
 from granular.frames3d import MIRROR_X, MIRROR_Y, foot_axis
 from granular.io.h5io import atomic_h5, attr, read_h5
+from granular.learning.linear import support_3d
 from granular.learning.model import REGRESSOR_NAMES, TARGETS, pooled
 from granular.wrench import polytopes
 from granular.wrench.flow3d import SphereMap
@@ -111,6 +112,27 @@ class WrenchSpaceModel3D:
         thetas = np.asarray(thetas, dtype=float).reshape(-1, 2)
         return (thetas[:, 0] < 0) & ((thetas[:, 0] < self.d_min) | (np.abs(thetas[:, 1]) > self.phi_max))
 
+    def support(self, A, thetas) -> tuple[np.ndarray, np.ndarray]:
+        """(b (k, K), points (k, m, 6)): :meth:`offsets` and :meth:`points` together, in one compiled
+        call for an RBF model (the MuJoCo step's W(θ) for every foot in the medium)."""
+        thetas = np.ascontiguousarray(np.asarray(thetas, dtype=float).reshape(-1, 2))
+        linear = self._linear
+        if linear is None:
+            points = self.points(thetas)
+            return polytopes.support_offsets(A, points), points
+        b, W = support_3d(thetas, *linear, np.ascontiguousarray(A, dtype=float))
+        return b, W.reshape(len(thetas), self.m, 6)
+
+    @cached_property
+    def _linear(self):
+        """:func:`~granular.learning.linear.support_3d`'s model arguments (an RBF only, else None)."""
+        if self.regressor != "rbf":
+            return None
+        centers, kernel, degree, coef = self._reg.linear_form()
+        bounds = np.array([self.d_min, self.d_max, self.phi_max, *self.x_scale])
+        return (bounds, int(self.active[1]), int(self.target == "per-depth"), np.ascontiguousarray(centers),
+                np.ascontiguousarray((centers ** 2).sum(axis=1)), int(kernel), int(degree), np.ascontiguousarray(coef))
+
     def points(self, thetas) -> np.ndarray:
         """Predicted extreme wrenches (k, m, 6) in F_r for configurations (k, 2); zero where d ≥ 0."""
         thetas = np.asarray(thetas, dtype=float).reshape(-1, 2)
@@ -165,7 +187,7 @@ class WrenchSpaceModel3D:
 
     def offsets(self, A, thetas) -> np.ndarray:
         """b(θ) (k, K) of the fixed-normal representation: W(θ) ⊆ {w : A w ≤ b}."""
-        return polytopes.support_offsets(A, self.points(thetas))
+        return self.support(A, thetas)[0]
 
 
 def fit(ds: wd.WrenchDataset, regressor: str = "rbf", target: str = "wrench", **params) -> WrenchSpaceModel3D:
