@@ -52,6 +52,15 @@ class Bed:
     slab of period box x × box y on a floor, without side or end walls; the foot meets its own
     periodic images instead, one period away. The cell is :data:`PERIODIC_HEADROOM` taller than
     ``box`` z, so that the foot held above the bed stays inside it.
+    ``size_spread`` is the relative half-width of a uniform distribution of radii (YADE makeCloud's
+    ``rRelFuzz``): radii in [radius·(1 − s), radius·(1 + s)]; 0, equal spheres. ``deposit_friction``
+    is the beads' friction coefficient while they rain and settle (a lower one packs them denser);
+    the beads' own ``friction`` is restored, in the contacts already made too, before the bed is
+    levelled and settles again. None: the beads' own throughout. ``rain`` sets the height of the
+    random cloud the spheres rain from: its top is ``rain`` × ``depth`` plus two diameters above the
+    floor (a denser cloud than the default's 2 leaves makeCloud short of spheres with spread radii).
+    All three at their defaults, a bed and its runs are described exactly as before the options
+    existed (old runs are still done).
     """
 
     particles: int = 3400
@@ -66,12 +75,33 @@ class Bed:
     seed: int = 0
     periodic: bool = False                # x, y periodic (no side or end walls), a flat floor only
     wall_friction: float | None = None    # the walls' friction coefficient; None: the beads' own
+    size_spread: float = 0.0              # radii uniform in radius·[1 − s, 1 + s] (makeCloud's rRelFuzz)
+    deposit_friction: float | None = None  # the beads' friction while raining and settling; None: their own
+    rain: float = 2.0                     # the cloud's top: this many bed depths (+ two diameters) above the floor
+
+    def __post_init__(self):
+        if not 0.0 <= self.size_spread < 1.0:
+            raise GranularError(f"size_spread {self.size_spread}: the radii's relative half-width is in [0, 1)")
+        if self.deposit_friction is not None and self.deposit_friction < 0:
+            raise GranularError(f"deposit_friction {self.deposit_friction}: a friction coefficient is ≥ 0")
+        if not self.rain >= 1.0:
+            raise GranularError(f"rain {self.rain}: the cloud starts at least one bed depth up")
+
+    @property
+    def sphere_volume(self) -> float:
+        """The mean volume of a sphere (m³): for radii uniform in r·[1 − s, 1 + s], 4/3·π·r³·(1 + s²)."""
+        return 4 / 3 * np.pi * self.radius ** 3 * (1 + self.size_spread ** 2)
 
     @property
     def depth(self) -> float:
         """Height the levelled bed fills (m)."""
-        sphere = 4 / 3 * np.pi * self.radius ** 3
-        return self.particles * sphere / (self.packing * self.box[0] * self.box[1])
+        return self.particles * self.sphere_volume / (self.packing * self.box[0] * self.box[1])
+
+
+#: Bed options whose default leaves a bed's description (its parameter file, a run's ``bed_info``) as
+#: it was before the option existed, so that beds and runs made before it are recognised as done.
+_NEW_BED_OPTIONS = {"seed": 0, "periodic": False, "wall_friction": None, "size_spread": 0.0,
+                    "deposit_friction": None, "rain": 2.0}
 
 
 #: Room (m) above ``box`` z in a periodic cell: YADE's collider may only let a body larger than half
@@ -110,13 +140,16 @@ else:
         walls = "walls"
     O.bodies.append(geom.facetBox((Lx / 2, Ly / 2, Lz), (Lx / 2, Ly / 2, Lz), wallMask=31, material=walls))
 sp = pack.SpherePack()
-top = 2.0 * P["depth"] + 4 * P["radius"]   # a loose cloud: under a third of the volume is spheres
+top = P.get("rain", 2.0) * P["depth"] + 4 * P["radius"]   # a loose cloud: under a third of the volume is spheres
 # YADE seeds from the clock for seed < 0 (its default, how the training bed was made) and repeats any other seed
 # a periodic cloud puts centres anywhere in the box, so it starts a radius up, clear of the floor
 low = P["radius"] if periodic else 0.0
-sp.makeCloud((0, 0, low), (Lx, Ly, low + top), rMean=P["radius"], rRelFuzz=0.0, num=P["particles"],
-             seed=P.get("seed") or -1, periodic=periodic)
+cloud = sp.makeCloud((0, 0, low), (Lx, Ly, low + top), rMean=P["radius"], rRelFuzz=P.get("size_spread") or 0.0,
+                     num=P["particles"], seed=P.get("seed") or -1, periodic=periodic)
 sp.toSimulation(material="beads")
+deposit = P.get("deposit_friction")
+if deposit is not None:   # rain and settle at another friction (the walls' too, when they are of the beads)
+    O.materials["beads"].frictionAngle = math.atan(deposit)
 if periodic:
     O.cell.setBox(Lx, Ly, max(Lz, top) + P["headroom"])
 O.engines = [ForceResetter(), InsertionSortCollider([Bo1_Sphere_Aabb(), Bo1_Facet_Aabb()], allowBiggerThanPeriod=periodic),
@@ -133,6 +166,14 @@ fall = math.sqrt(2 * top / 9.81) + 0.1     # time for the highest sphere to land
 while O.time < fall or (unbalancedForce() > P["settled"] and O.time < fall + 2.0):
     O.run(1000, True)
     report("rain" if O.time < fall else "settle", fall + 2.0)
+if deposit is not None:
+    # the beads' own friction from here on, in the contacts made at the deposit's too (a contact takes the
+    # smaller friction angle of its two materials, as Ip2_FrictMat_FrictMat_FrictPhys does)
+    O.materials["beads"].frictionAngle = math.atan(P["friction"])
+    for i in O.interactions:
+        if i.isReal:
+            i.phys.tangensOfFrictionAngle = math.tan(min(O.bodies[i.id1].material.frictionAngle,
+                                                         O.bodies[i.id2].material.frictionAngle))
 level = P["depth"] - P["radius"]
 for b in list(O.bodies):
     if isinstance(b.shape, Sphere) and b.dynamic and b.state.pos[2] > level:
@@ -152,6 +193,7 @@ on_walls = [i.phys for i in O.interactions if i.isReal and isinstance(O.bodies[i
 wall_shear = max([f.shearForce.norm() / f.normalForce.norm() for f in on_walls if f.normalForce.norm() > 0] or [0.0])
 O.save(OUT)
 json.dump({"surface_z": sum(layer) / len(layer), "spheres": len(tops), "dt": O.dt, "seconds": O.realtime,
+           "cloud": cloud, "volume": sum(4 / 3 * math.pi * b.shape.radius ** 3 for b in beads),
            "unbalanced": unbalancedForce(), "settle_s": O.time, "below_floor": lost,
            "overlap_max": max(overlap) / P["radius"], "overlap_mean": sum(overlap) / len(overlap) / P["radius"],
            "wall_shear": wall_shear},
@@ -423,10 +465,9 @@ def prepare_bed(bed: Bed, workdir, timeout: float | None = None, threads: int | 
         with _BedBar(progress) as bar:
             _run_yade(BED_SCRIPT, params, Path(workdir), "bed", out, timeout,
                       threads=threads or os.cpu_count() or 1, progress=bar.show if progress else None)
-    # beds made before beds had seeds, or before the periodic or wall options, were seeded from the clock,
-    # walled, and their walls as rough as the beads
-    kept = {"seed": 0, "periodic": False, "wall_friction": None,
-            **json.loads((Path(workdir) / "bed.params.json").read_text())}
+    # beds made before beds had seeds, or before the periodic, wall, size or deposit options, were seeded from
+    # the clock, walled, their walls as rough as the beads, of equal spheres deposited at the beads' friction
+    kept = {**_NEW_BED_OPTIONS, **json.loads((Path(workdir) / "bed.params.json").read_text())}
     if kept != json.loads(json.dumps(params)):
         raise GranularError(f"{workdir} holds runs on another bed ({kept['particles']} spheres in a box "
                             f"{kept['box']}, seed {kept['seed']}): give another --workdir, or delete it to start over")
@@ -655,8 +696,10 @@ def acquire_dataset(out, medium: str, bed: Bed, depths, tilts, m: int, t_total: 
     cell = "periodic cell" if bed.periodic else "box" if bed.wall_friction is None else \
         f"box (walls' friction {bed.wall_friction:g})"
     stiffness = f"E {bed.young:.3g} Pa" if run_young is None else f"settled at E {bed.young:.3g}, run at {run_young:.3g} Pa"
+    sizes = f"radii ±{bed.size_spread:g}, " if bed.size_spread else ""
+    deposit = "" if bed.deposit_friction is None else f"deposited at friction {bed.deposit_friction:g}, "
     made = (f"YADE, {c['spheres']} spheres in a {' x '.join(map(str, bed.box))} m {cell}, {stiffness}, "
-            f"seed {bed.seed}, t_total {t_total} s, "
+            f"{sizes}{deposit}seed {bed.seed}, t_total {t_total} s, "
             f"insertion {insert_speed} m/s, cutoff {cutoff} Hz; bed {c['bed_s']:.0f} s, "
             f"{c['runs']} runs {c['runs_s'] / 60:.1f} min of YADE time")
     log.info("%s", made)
@@ -687,6 +730,31 @@ VALIDATION_PATHS = {
     "tilted-plunge": np.array([[0.0, 0.02, 0.0, 0.5], [0.4, 0.02, -0.06, 0.5]]),
     "rotate": np.array([[0.0, -0.01, 0.0, 0.0], [0.1, -0.01, -0.03, 0.0], [0.6, 0.01, -0.03, 0.6]]),
 }
+
+
+#: The transfer set's beds (issue 49, data/validation/transfer/README.md): the same Beads and box as the
+#: training and held-out beds, prepared another way. Radii spread ±10 % (uniform); the cloud rains and
+#: settles at friction 0.1, which packs it denser, then the beads' own friction (0.577) is restored; the
+#: bed is levelled lower, where its spheres would fill a solid fraction of 0.65 (not 0.6); the cloud rains
+#: from 3 bed depths (not 2: makeCloud places every sphere of spread radii only in a looser cloud); and
+#: the foot approaches the first waypoint at the paper's 0.2 m/s (not 1 m/s). Seeds 101–103: no other bed's.
+TRANSFER_SEEDS = (101, 102, 103)
+TRANSFER_PREPARATION = dict(size_spread=0.1, deposit_friction=0.1, packing=0.65, rain=3.0)
+TRANSFER_INSERT_SPEED = 0.2
+
+
+def transfer_bed(seed: int) -> Bed:
+    """A bed of the transfer set: the default Beads and box, prepared as :data:`TRANSFER_PREPARATION` says."""
+    return Bed(seed=seed, **TRANSFER_PREPARATION)
+
+
+def acquire_transfer(workdir, out=None, seeds=TRANSFER_SEEDS, paths=None, workers: int = 1, threads: int = 1,
+                     **options):
+    """The transfer set: :data:`VALIDATION_PATHS` (or ``paths``) in a :func:`transfer_bed` per seed, the foot
+    approaching at :data:`TRANSFER_INSERT_SPEED`; :func:`acquire_paths` otherwise (resumable, the shipped
+    files copied into ``out``). One Dask worker and one YADE thread by default (a shared machine)."""
+    return acquire_paths(workdir, [transfer_bed(s) for s in seeds], paths, workers=workers, threads=threads,
+                         insert_speed=TRANSFER_INSERT_SPEED, out=out, **options)
 
 
 def check_path(bed: Bed, waypoints, foot, name="path"):
@@ -777,9 +845,14 @@ def ship_path(params: dict, workdir) -> Path:
 def _bed_summary(bed: Bed, workdir) -> dict:
     """The bed's parameters and what its preparation measured: spheres kept, surface, packing, wall time."""
     info = json.loads(_bed_info(workdir).read_text())
-    solid = info["spheres"] * 4 / 3 * np.pi * bed.radius ** 3 / (bed.box[0] * bed.box[1] * info["surface_z"])
-    # rough walls are left out, as runs recorded before the option have them, so those are still done
-    fields = {k: v for k, v in asdict(bed).items() if not (k == "wall_friction" and v is None)}
+    # the kept spheres' own volume where their radii differ (the bed script measures it); equal spheres as before
+    volume = info["volume"] if bed.size_spread and "volume" in info else \
+        info["spheres"] * 4 / 3 * np.pi * bed.radius ** 3
+    solid = volume / (bed.box[0] * bed.box[1] * info["surface_z"])
+    # options added later are left out at their defaults, as runs recorded before them have them, so those are
+    # still done (the periodic flag stays: the runs recorded since it came have it)
+    late = ("wall_friction", "size_spread", "deposit_friction", "rain")
+    fields = {k: v for k, v in asdict(bed).items() if not (k in late and v == _NEW_BED_OPTIONS[k])}
     return {**fields, "spheres": info["spheres"], "surface_z": round(info["surface_z"], 5),
             "packing_measured": round(float(solid), 4), "seconds": round(info.get("seconds", 0.0), 1)}
 
@@ -805,8 +878,8 @@ def acquire_paths(workdir, beds, paths=None, foot=None, medium="beads", workers:
                   run_young: float | None = None):
     """Every (bed, path) as a Dask task, each bed prepared once in ``workdir/s<seed>`` (on ``threads``
     YADE threads, default all cores); resumable, a failed run logged and skipped. Returns the CSV
-    paths (``PATH_sSEED.csv``), also copied with their sidecars into ``out`` if given. ``run_young``
-    (Pa): the runs' stiffness, when the beds were settled at another."""
+    paths (``PATH_sSEED.csv``), also copied with their sidecars into ``out`` if given, each as its run
+    ends. ``run_young`` (Pa): the runs' stiffness, when the beds were settled at another."""
     from distributed import Client, LocalCluster, as_completed
 
     from granular.foot import Foot
@@ -838,6 +911,10 @@ def acquire_paths(workdir, beds, paths=None, foot=None, medium="beads", workers:
         for future in as_completed(futures):
             try:
                 done.append(future.result())
+                if out is not None:   # as each run ends: a long acquisition stopped part-way has shipped its runs
+                    for src in (Path(done[-1]).with_suffix(".json"), Path(done[-1])):   # the CSV last, as in ship_path
+                        with atomic_path(Path(out) / src.name) as tmp:
+                            shutil.copyfile(src, tmp)
                 log.info("run %s recorded (%d/%d)", future.key, len(done) + failed, len(runs))
             except Exception as exc:  # a failed run is reported and skipped, never fatal
                 failed += 1
@@ -845,9 +922,4 @@ def acquire_paths(workdir, beds, paths=None, foot=None, medium="beads", workers:
     if cluster is not None:
         cluster.close()
     log.info("%d runs recorded, %d failed", len(done), failed)
-    if out is not None:
-        for csv_path in done:
-            for src in (Path(csv_path), Path(csv_path).with_suffix(".json")):
-                with atomic_path(Path(out) / src.name) as tmp:
-                    shutil.copyfile(src, tmp)
     return sorted(done)

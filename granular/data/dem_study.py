@@ -122,7 +122,11 @@ def _bed_dir(bed: dem.Bed) -> str:
     """A folder name per distinct bed, so variants on the same bed share it."""
     parts = [f"n{bed.particles}", "x".join(f"{b:g}" for b in bed.box), f"E{bed.young:.0e}", f"s{bed.seed}"]
     return "bed_" + "_".join(parts) + ("_per" if bed.periodic else "") + \
-        ("" if bed.wall_friction is None else f"_mu{bed.wall_friction:g}")
+        ("" if bed.wall_friction is None else f"_mu{bed.wall_friction:g}") + \
+        (f"_r{bed.size_spread:g}" if bed.size_spread else "") + \
+        ("" if bed.deposit_friction is None else f"_dep{bed.deposit_friction:g}") + \
+        ("" if bed.packing == dem.Bed.packing else f"_pack{bed.packing:g}") + \
+        ("" if bed.rain == dem.Bed.rain else f"_rain{bed.rain:g}")
 
 
 def _child_cpu() -> float:
