@@ -21,7 +21,7 @@ import numpy as np
 
 from granular.compiled import kernel, unchecked
 from granular.contact.detection import _detect
-from granular.contact.flow import (ITERATIONS, TOLERANCE, WORK_TOLERANCE, flow_coefficients, newton_from, slide_all,
+from granular.contact.flow import (ITERATIONS, TOLERANCE, WORK_TOLERANCE, flow_coefficients, newton, slide_all,
                                     stop_groups)
 from granular.contact.active_set import NATIVE_TOLERANCE, dual_active_set
 from granular.contact.qp import stack_blocks
@@ -292,7 +292,7 @@ def _steps(q, v, t, steps, dt,
         slipping = _slipping(c, A, ub, rows) if flow or s == steps - 1 else unreported
         step_fell_back = False
         if flow:
-            c, step_fell_back, by_stages = _follow_data(c, slipping, theta_on, on, W, Jt_on, B, v_free, v, P, g, A, ub,
+            c, step_fell_back, by_stages = _follow_data(c, slipping, theta_on, on, W, Jt_on, B, v_free, P, g, A, ub,
                                                         rows, r_offset, grains, phi_max, Kinv, U, flow_geometry,
                                                         tail, dt)
             if by_stages:
@@ -387,7 +387,7 @@ def _slipping(c, A, ub, rows):
 
 
 @kernel()
-def _follow_data(c, slipping, theta, on, W, Jt, B, v_free, v_start, P, g, A, ub, rows, r_offset, grains, phi_max, Kinv, U,
+def _follow_data(c, slipping, theta, on, W, Jt, B, v_free, P, g, A, ub, rows, r_offset, grains, phi_max, Kinv, U,
                  flow_geometry, tail, dt):
     """The data-flow law's impulses from max-dissipation's ``c`` (step._learned, contact.flow.data_flow):
     (impulses, fell back, by stages). A foot follows the data when it slips and is tilted within
@@ -407,15 +407,15 @@ def _follow_data(c, slipping, theta, on, W, Jt, B, v_free, v_start, P, g, A, ub,
         arm[a] = r_offset[on[a]]
     points = W.reshape((nc, W.shape[1] // 3, 3))
     if follow.all():
-        impulses, converged, work = slide_all(Jt, B, v_free, v_start, c, points, Kinv, U, flow_geometry, tail, theta,
-                                              arm, dt)
+        impulses, converged, work = slide_all(Jt, B, v_free, c, points, Kinv, U, flow_geometry, tail, theta, arm,
+                                              dt)
         status = 1 if converged else 0
     else:
-        impulses, status = _alternate(c, follow, theta, points, Jt, B, v_free, v_start, P, g, A, ub, rows, arm,
+        impulses, status = _alternate(c, follow, theta, points, Jt, B, v_free, P, g, A, ub, rows, arm,
                                       Kinv, U, flow_geometry, tail, dt)
         work = _work(impulses, Jt, v_free, B) if grains and status > 0 else 0.0
     if status == 0 and follow.sum() > 1:
-        impulses, status = _one_group_less(c, follow, theta, points, Jt, B, v_free, v_start, P, g, A, ub, rows, arm,
+        impulses, status = _one_group_less(c, follow, theta, points, Jt, B, v_free, P, g, A, ub, rows, arm,
                                            Kinv, U, flow_geometry, tail, dt)
         work = _work(impulses, Jt, v_free, B) if grains and status > 0 else 0.0
     if status < 0:
@@ -426,7 +426,7 @@ def _follow_data(c, slipping, theta, on, W, Jt, B, v_free, v_start, P, g, A, ub,
 
 
 @kernel()
-def _one_group_less(c, follow, theta, points, Jt, B, v_free, v_start, P, g, A, ub, rows, arm, Kinv, U, flow_geometry, tail,
+def _one_group_less(c, follow, theta, points, Jt, B, v_free, P, g, A, ub, rows, arm, Kinv, U, flow_geometry, tail,
                     dt):
     """contact.flow.data_flow's second try: a group of following feet moving alike, the slowest at
     ``c`` first (flow.stop_groups), keeps max-dissipation's impulses with the sticking feet and the
@@ -438,7 +438,7 @@ def _one_group_less(c, follow, theta, points, Jt, B, v_free, v_start, P, g, A, u
         for i in range(len(slide)):
             if groups[i] == group:
                 fewer[slide[i]] = False
-        impulses, status = _alternate(c, fewer, theta, points, Jt, B, v_free, v_start, P, g, A, ub, rows, arm, Kinv, U,
+        impulses, status = _alternate(c, fewer, theta, points, Jt, B, v_free, P, g, A, ub, rows, arm, Kinv, U,
                                       flow_geometry, tail, dt)
         if status != 0:
             return impulses, status
@@ -446,7 +446,7 @@ def _one_group_less(c, follow, theta, points, Jt, B, v_free, v_start, P, g, A, u
 
 
 @kernel()
-def _alternate(c, follow, theta, points, Jt, B, v_free, v_start, P, g, A, ub, rows, arm, Kinv, U, flow_geometry, tail, dt):
+def _alternate(c, follow, theta, points, Jt, B, v_free, P, g, A, ub, rows, arm, Kinv, U, flow_geometry, tail, dt):
     """contact.flow.data_flow where some feet (``follow``) follow the data and the others stick: the
     following feet's twists by Newton's method with the others' impulses held, then the sticking
     feet's QP with theirs held, alternating until the impulses settle. (impulses, status: 1
@@ -467,7 +467,7 @@ def _alternate(c, follow, theta, points, Jt, B, v_free, v_start, P, g, A, ub, ro
     for i in range(3 * ks):
         for j in range(3 * ks):
             hD[i, j] = dt * JB[i, s3[j]]
-    vf, start = Jt[s3] @ v_free, Jt[s3] @ v_start
+    vf = Jt[s3] @ v_free
     Q, G = flow_coefficients(np.ascontiguousarray(points[slide]), Kinv, U, flow_geometry, tail,
                              np.ascontiguousarray(theta[slide]), arm[slide])
     theta_s = np.ascontiguousarray(theta[slide])
@@ -499,8 +499,7 @@ def _alternate(c, follow, theta, points, Jt, B, v_free, v_start, P, g, A, ub, ro
         for i in range(3 * ks):
             for j in range(3 * kk):
                 a[i] += JB[i, k3[j]] * current[k3[j]]
-        v, wrench, ok = newton_from(start, v, a, hD, Q, G, U, theta_s, flow_geometry)
-        start = v
+        v, wrench, ok = newton(v, a, hD, Q, G, U, theta_s, flow_geometry)
         if not ok:
             return current, 0
         new = current.copy()
