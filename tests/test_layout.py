@@ -47,3 +47,49 @@ def test_the_core_never_imports_the_cli_or_viewer():
         if "apps" in path.parts or path.name == "__main__.py":
             continue
         assert not any(t.startswith("granular.apps") for t in imports(path)), path
+
+
+#: Modules allowed past LONGEST lines (path under granular/); a module leaves the list when it is split.
+LONG = {"data/dem.py", "data/ingest.py", "simulation/fused.py", "compiled.py"}
+LONGEST = 500
+
+
+def test_modules_are_short():
+    lines = {path.relative_to(PACKAGE).as_posix(): len(path.read_text().splitlines()) for path in PACKAGE.rglob("*.py")}
+    long = {name for name, n in lines.items() if n > LONGEST}
+    assert long <= LONG, f"past {LONGEST} lines: {', '.join(f'{m} ({lines[m]})' for m in sorted(long - LONG))}"
+    assert LONG <= long, f"no longer past {LONGEST} lines, off the list: {', '.join(sorted(LONG - long))}"
+    assert lines["apps/cli.py"] < 150, "the CLI is a table of contents: a command's code lives in apps/commands/"
+
+
+def module_imports(path: Path):
+    """The granular modules a file imports, at the top or in a function: ``from granular.x import y``
+    names granular.x, and granular.x.y where y is a module."""
+    yield from imports(path)
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("granular."):
+            for alias in node.names:
+                folder = PACKAGE.joinpath(*node.module.split(".")[1:])
+                if (folder / f"{alias.name}.py").exists() or (folder / alias.name / "__init__.py").exists():
+                    yield f"{node.module}.{alias.name}"
+
+
+def test_the_scenarios_modules_import_no_circle():
+    folder = PACKAGE / "scenarios"
+    graph = {f"granular.scenarios.{p.stem}": {t for t in module_imports(p) if t.startswith("granular.scenarios.")}
+             for p in folder.glob("*.py") if p.stem != "__init__"}
+    circles, done = [], set()
+
+    def visit(module, trail):
+        if module in trail:
+            circles.append(" → ".join(trail[trail.index(module):] + [module]))
+            return
+        if module in done:
+            return
+        for target in sorted(graph.get(module, ())):
+            visit(target, trail + [module])
+        done.add(module)
+
+    for module in sorted(graph):
+        visit(module, [])
+    assert not circles, "\n".join(circles)

@@ -53,7 +53,7 @@ from granular.data import dataset as wd  # noqa: E402
 from granular.data.sampling import mirror_permutation  # noqa: E402
 from granular.frames import MIRROR  # noqa: E402
 from granular.io.resources import shipped  # noqa: E402
-from granular.scenarios import scenario as scenarios, wheels  # noqa: E402
+from granular.scenarios import scenario as scenarios, testbed  # noqa: E402
 
 DATA = shipped("data") / "wheel-dry-sand.h5"
 
@@ -95,8 +95,8 @@ def test_the_simulated_test_bed_pulls_as_the_wheel_model_does(medium, pull, torq
     data came from (Wong–Reece: drawbar pull up to 23 N; RFT: 18 N)."""
     slips = np.array([0.0, 0.1, 0.2, 0.3, 0.45, 0.6, 0.7, 0.8])
     spec = scenarios.load("wheel-bed").with_(medium=medium)
-    rim, soil = wheels.bed_reference(spec)
-    sim, ref = wheels.simulate_bed(spec, slips), wheel.slip_sweep(rim, soil, slips)
+    rim, soil = testbed.bed_reference(spec)
+    sim, ref = testbed.simulate_bed(spec, slips), wheel.slip_sweep(rim, soil, slips)
     assert sim["drawbar_pull_n"][0] <= 0
     assert (np.diff(sim["drawbar_pull_n"]) > 0).all()
     assert np.abs(sim["slip"] - ref["slip"]).max() < 0.01  # the servos hold the slip
@@ -110,7 +110,7 @@ def test_a_wheel_driven_at_a_torque_settles_at_the_slip_the_model_gives_that_tor
     """The test bed's other mode: torque set, slip measured (as on a real bed with a torque-controlled
     motor); it must find the slip at which Wong–Reece's wheel needs that torque."""
     spec = scenarios.load("wheel-bed")
-    w, ground = wheels.bed_reference(spec)
+    w, ground = testbed.bed_reference(spec)
     ref = wheel.slip_sweep(w, ground, [0.15, 0.4])
     for slip, torque in zip(ref["slip"], ref["torque_nm"]):
         control = {**{k: v for k, v in spec.control.items() if k != "slip"}, "torque": float(torque)}
@@ -163,4 +163,4 @@ def test_wheel_scenarios_refuse_the_wrong_medium_or_control():
     with pytest.raises(GranularError, match="drive"):
         scenarios.build(scenarios.load("wheel-bed").with_(control={"kind": "drive"}))
     with pytest.raises(GranularError, match="not a synthesised wheel"):
-        wheels.bed_reference(scenarios.load("drop-upright"))
+        testbed.bed_reference(scenarios.load("drop-upright"))

@@ -11,8 +11,25 @@ from pathlib import Path
 import numpy as np
 
 from granular.apps import reports
+from granular.apps.commands.common import _number
 from granular.apps.outputs import check_outputs, emit
 from granular.errors import GranularError
+
+
+def add(sub):
+    i = sub.add_parser("inspect", help="summarise a dataset, a model or a raw run; W(θ) of a model at --theta")
+    i.add_argument("path", help="dataset or model (.h5), or an acquisition run (.csv + .json, or .h5)")
+    i.add_argument("--cutoff", type=_number(0, 1e6, low_open=True),
+                   help="runs: low-pass cutoff (Hz; default: an acquisition run's 5 as in ingest, a validation run's 50 "
+                        "as in validate)")
+    i.add_argument("--mapping", help="runs: column/unit mapping (.toml)")
+    i.add_argument("--assume-sensor-at-p-center", action="store_true",
+                   help="runs: a sidecar without sensor_offset/sensor_angle means the sensor sits at p_center")
+    i.add_argument("--theta", nargs=2, type=_number(-10, 10), metavar=("D", "PHI"))
+    i.add_argument("--fixed", type=_number(8, 256, kind=int), metavar="K", help="also give the K-fixed-normal polytope")
+    i.add_argument("--plot", help="write a figure (.png)")
+    i.add_argument("--json", action="store_true")
+    i.set_defaults(func=cmd_inspect)
 
 
 def label(theta):

@@ -2,8 +2,22 @@
 (:mod:`granular.scenarios.calibration`), scored leave-one-run-out, written only if it helps."""
 from __future__ import annotations
 
+from granular.apps.commands.common import _number
 from granular.apps.outputs import check_outputs, emit, say, wrote
+from granular.contact.flow import DEFAULT_LAW
 from granular.errors import GranularError
+
+
+def add(sub):
+    k = sub.add_parser("calibrate", help="scale a medium's forces to your own runs (one fitted constant, as RFT's ζ)")
+    k.add_argument("model", help="sand, pebbles, beads, or a model file (.h5)")
+    k.add_argument("runs", nargs="+", help="recorded runs in your medium (as validate reads them: .csv + .json, .h5, bags)")
+    k.add_argument("--out", required=True, help="the calibrated model to write (.h5)")
+    k.add_argument("--mapping", help="TOML mapping of your column names, units, sign and bag topics (as for ingest)")
+    k.add_argument("--contact", choices=["data-flow", "max-dissipation"], default=DEFAULT_LAW)
+    k.add_argument("--cutoff", type=_number(0, 1e6, low_open=True), default=50.0, help="low-pass cutoff (Hz)")
+    k.add_argument("--json", action="store_true")
+    k.set_defaults(func=cmd_calibrate)
 
 
 def cmd_calibrate(args):
