@@ -9,89 +9,32 @@ x–z plane (y = 0), z up.
 The simulation runs in a background thread in real time (or as fast as it
 can); the scene is redrawn about 30 times a second. Closing the page or
 losing the connection does not affect the server; Ctrl-C stops it cleanly.
+
+What is drawn (:mod:`granular.apps.viewer_scene`): the medium as a translucent slab below the
+terrain, the bodies and feet as solids, each foot's contact force as an arrow at a scale the panel
+states (N per m). The panel (:mod:`granular.apps.viewer_gui`) also has the camera toggle (it follows
+the robot by default) and the selected foot's W(θ) as a plot: f_x [N] across, f_z [N] up, the
+wrench the contact law chose marked, θ in the title.
 """
 from __future__ import annotations
 
 import threading
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
-from granular.simulation import runfile
-
-from granular.scenarios import scenario as scenarios
+from granular.apps.viewer_gui import Panel, arrow_scale, slice_title
+from granular.apps.viewer_scene import Scene
+from granular.dynamics.terrain import Terrain
 from granular.errors import GranularError
+from granular.scenarios import scenario as scenarios
+from granular.simulation import runfile
 
 FPS = 30
 MEDIA = ("sand", "pebbles", "beads")
 WHEEL_MEDIA = ("wheel-dry-sand", "wheel-sand")
-
-
-def _quat_y(angle):
-    """Quaternion (w, x, y, z) of a counter-clockwise planar rotation as seen from −y (x right, z up)."""
-    return (np.cos(angle / 2), 0.0, -np.sin(angle / 2), 0.0)
-
-
-class Scene:
-    """Draws terrain, bodies, feet, contact wrenches and the W(θ) slice of one foot."""
-
-    def __init__(self, server):
-        self.server = server
-        self.handles = {}
-
-    def line(self, name, points, color=(60, 60, 60), width=3.0):
-        """Segments between consecutive (x, z) points."""
-        pts = np.asarray(points, dtype=float)
-        seg = np.stack([pts[:-1], pts[1:]], axis=1)
-        seg3 = np.zeros(seg.shape[:2] + (3,))
-        seg3[..., 0], seg3[..., 2] = seg[..., 0], seg[..., 1]
-        self.handles[name] = self.server.scene.add_line_segments(name, seg3.astype(np.float32), colors=color,
-                                                                 line_width=width)
-
-    def terrain(self, xs, zs):
-        self.line("/terrain", np.column_stack([xs, zs]), color=(150, 100, 40), width=4.0)
-
-    def draw(self, geometry, q, theta, active, wrench, selected, space):
-        from granular.apps.plots import contact_point, foot_outline, foot_pose, scene_frames, wheel_radius
-
-        angle, origin = scene_frames(geometry, q)
-        links = [np.stack([origin[p], origin[b]]) for b, p in enumerate(geometry["parent"]) if p >= 0]
-        if links:
-            seg = np.array(links)
-            seg3 = np.zeros(seg.shape[:2] + (3,))
-            seg3[..., 0], seg3[..., 2] = seg[..., 0], seg[..., 1]
-            self.server.scene.add_line_segments("/links", seg3.astype(np.float32), colors=(70, 70, 70),
-                                                line_width=4.0)
-        fmax = max(np.abs(wrench[:, :2]).max(), 1.0)
-        for f in range(len(geometry["foot_body"])):
-            radius, length = geometry["foot_size"][f]
-            pc, axis = foot_pose(geometry, angle, origin, f)
-            mid = pc + axis * length / 2
-            tilt = np.arctan2(-axis[0], axis[1])
-            color = (230, 120, 30) if f == selected else (60, 120, 200)
-            if wheel_radius(geometry, f) > 0:  # a rim and a spoke
-                rim = foot_outline(geometry, f, pc, axis)
-                self.line(f"/feet/{f}", np.vstack([rim, pc, pc + wheel_radius(geometry, f) * axis]), color=color,
-                          width=3.0)
-            else:
-                self.server.scene.add_box(f"/feet/{f}", dimensions=(2 * radius, 2 * radius, length), color=color,
-                                          position=(mid[0], 0.0, mid[1]), wxyz=_quat_y(tilt))
-            at = contact_point(geometry, f, pc, axis)
-            tip = at + (wrench[f, :2] / fmax * 0.25 if active[f] else np.zeros(2))
-            self.line(f"/wrench/{f}", [at, tip + 1e-6], color=(220, 30, 30), width=5.0)
-        if space is not None:
-            self.slice(space, origin[0])
-
-    def slice(self, space, anchor):
-        """The F_x–F_z outline of the selected foot's W(θ) and its chosen wrench, as an inset."""
-        outline, point = space
-        scale = 0.4 / max(np.abs(outline).max(), 1.0)
-        base = anchor + np.array([-0.9, 0.3])  # left of the robot: the GUI panel covers the right
-        self.line("/slice/outline", base + outline * scale, color=(30, 30, 200), width=2.0)
-        p = base + point * scale
-        self.line("/slice/point", [p - [0.01, 0], p + [0.01, 0]], color=(220, 30, 30), width=8.0)
-        self.line("/slice/axes", [base + [-0.45, 0], base + [0.45, 0]], color=(180, 180, 180), width=1.0)
 
 
 def _media(spec, medium=None) -> tuple:
@@ -156,8 +99,8 @@ class Live:
         self.g_reset = gui.add_button("Reset")
         self.g_gait = gui.add_slider("Gait period (s)", min=0.4, max=2.0, step=0.05, initial_value=_period(spec))
         self.g_push = gui.add_button("Push the torso")
-        self.g_foot = gui.add_number("Selected foot", initial_value=0, min=0, max=3, step=1)
-        self.g_status = gui.add_markdown("")
+        self.panel = Panel(self.server, 1000.0, 4)
+        self.g_foot, self.g_status = self.panel.g_foot, self.panel.g_status
         if medium:
             self.touched.add("medium")
         self.g_run.on_click(lambda _: setattr(self, "running", not self.running))
@@ -211,11 +154,14 @@ class Live:
             self.notice = f"**cannot run this**: {exc}"
             return
         self.notice = ""
+        new_robot = not hasattr(self, "sim") or spec.name != self.spec.name
         with self.lock:
             self.sim, self.spec = sim, spec
             self.geometry = runfile.geometry(sim.model)
-        xs = np.linspace(sim.state.q[0] - 3, sim.state.q[0] + 3, 121)
-        self.scene.terrain(xs, sim.model.terrain.height(xs))
+        self.scene.span = None  # the medium redrawn at the next frame: its terrain or kind may have changed
+        if new_robot:  # the arrows' scale: this robot's weight about half a metre long
+            weight = 9.81 * sum(b.mass for b in sim.model.multibody.bodies)
+            self.panel.g_scale.value = arrow_scale(weight)
         self.selected = min(self.selected, len(sim.model.contacts) - 1)
         self.g_foot.max = len(sim.model.contacts) - 1  # the control offers only this scenario's feet
         self.g_foot.value = self.selected
@@ -247,19 +193,26 @@ class Live:
 
     def draw(self):
         with self.lock:
-            sim, spec = self.sim, self.spec
+            sim, spec, geometry = self.sim, self.spec, self.geometry
             model, state, info = sim.model, sim.state, sim.info
         N = len(model.contacts)
         f = min(self.selected, N - 1)  # a value typed in before the control's range caught up
         theta = info.theta if info is not None else np.zeros((N, 2))
         active = info.active if info is not None else np.zeros(N, bool)
         wrench = info.wrench if info is not None else np.zeros((N, 3))
+        x = float(state.q[0])
+        self.scene.medium_around(x, model.terrain, model.wrenches.dataset.medium)
+        self.scene.draw(geometry, state.q, active, wrench, f, self.panel.scale)
+        self.panel.follow.update(x, 0.0, float(model.terrain.height(x)))
         space = _fx_fz_slice(model.wrenches, theta[f], wrench[f]) if active[f] else None
-        self.scene.draw(self.geometry, state.q, theta, active, wrench, f, space)
+        name = model.contacts[f].name
+        self.panel.show(space, slice_title(name, theta[f]) if space is not None else
+                        f"W(θ) of foot {name}: not in the medium")
         depths = ", ".join(f"{model.contacts[i].name} {max(0.0, -theta[i, 0]) * 100:.1f} cm" for i in range(N))
         self.g_status.content = (f"t = {state.t:.3f} s · {'running' if self.running else 'paused'}  \n"
-                                 f"{spec.name} on {spec.medium}, dt {model.dt * 1e3:g} ms  \n"
-                                 f"depth: {depths}" + (f"  \n{self.notice}" if self.notice else ""))
+                                 f"{spec.name} on {_medium_name(spec.medium)}, dt {model.dt * 1e3:g} ms  \n"
+                                 f"depth: {depths}  \n{self.panel.note_scale()}"
+                                 + (f"  \n{self.notice}" if self.notice else ""))
 
     def close(self):
         self.stop_event.set()
@@ -267,23 +220,30 @@ class Live:
 
 
 class Replay:
-    """A recorded run with a timeline slider and play/pause."""
+    """A recorded run with a timeline slider and play/pause. The W(θ) plot needs the medium's model:
+    ``medium`` (a name or model file), else the one the run's medium is named after."""
 
-    def __init__(self, server, run: dict):
+    def __init__(self, server, run: dict, medium=None):
+        from granular.learning.catalog import load_model
+
         self.server, self.run = server, run
         self.scene = Scene(server)
         pts = run["geometry"]["terrain"]
-        x0 = run["q"][0, 0]
-        xs = np.linspace(x0 - 3, x0 + 3, 121)
-        self.scene.terrain(xs, np.interp(xs, pts[:, 0], pts[:, 1]))
+        self.terrain = Terrain(tuple(pts[:, 0]), tuple(pts[:, 1]))
         gui = server.gui
         self.g_time = gui.add_slider("Time (s)", min=0.0, max=float(run["t"][-1]), step=float(run["dt"]),
                                      initial_value=0.0)
         self.g_play = gui.add_button("Play / pause")
-        self.g_status = gui.add_markdown(f"replay of **{run['scenario']}** on {run['medium']}")
+        forces = np.hypot(run["wrench"][..., 0], run["wrench"][..., 1])[run["active"]]
+        self.panel = Panel(server, arrow_scale(forces.max() if forces.size else 1.0), len(run["feet"]))
+        try:
+            self.model, self.note = load_model(medium or run["medium"]), ""
+        except GranularError as exc:
+            self.model, self.note = None, f"no W(θ) plot: {exc}"
         self.playing = False
         self.g_play.on_click(lambda _: setattr(self, "playing", not self.playing))
-        self.g_time.on_update(lambda _: self.draw())
+        for control in (self.g_time, self.panel.g_foot, self.panel.g_scale):
+            control.on_update(lambda _: self.draw())
         self.stop_event = threading.Event()
         self.thread = threading.Thread(target=self._loop, daemon=True)
         self.thread.start()
@@ -296,39 +256,82 @@ class Replay:
             time.sleep(1.0 / FPS)
 
     def draw(self):
-        i = int(round(self.g_time.value / self.run["dt"]))
-        i = min(max(i, 0), len(self.run["t"]) - 1)
-        s = min(i, len(self.run["wrench"]) - 1)
-        self.scene.draw(self.run["geometry"], self.run["q"][i], self.run["theta"][s], self.run["active"][s],
-                        self.run["wrench"][s], 0, None)
+        run = self.run
+        i = int(round(self.g_time.value / run["dt"]))
+        i = min(max(i, 0), len(run["t"]) - 1)
+        s = min(max(i - 1, 0), len(run["wrench"]) - 1)  # step s ends at time t[s + 1]
+        f = min(max(int(self.panel.g_foot.value or 0), 0), len(run["feet"]) - 1)
+        theta, active, wrench = run["theta"][s], run["active"][s], run["wrench"][s]
+        x = float(run["q"][i, 0])
+        self.scene.medium_around(x, self.terrain, run["medium"])
+        self.scene.draw(run["geometry"], run["q"][i], active, wrench, f, self.panel.scale)
+        self.panel.follow.update(x, 0.0, float(self.terrain.height(x)))
+        name = run["feet"][f]
+        space = _fx_fz_slice(self.model, theta[f], wrench[f]) if active[f] and self.model is not None else None
+        self.panel.show(space, slice_title(name, theta[f]) if space is not None else
+                        f"W(θ) of foot {name}: " + ("not in the medium" if self.model is not None else "no model"),
+                        now=True)
+        self.panel.g_status.content = (f"replay of **{run['scenario']}** on {run['medium']}  \n"
+                                       f"t = {run['t'][i]:.3f} s · {self.panel.note_scale()}"
+                                       + (f"  \n{self.note}" if self.note else ""))
 
     def close(self):
         self.stop_event.set()
         self.thread.join(timeout=2)
 
 
-def serve(scenario="quad-trot", medium=None, replay=None, host="127.0.0.1", port=8080, browser=True):
-    """Start the viewer and block until Ctrl-C."""
+def _medium_name(medium: str) -> str:
+    """A medium as the status line says it: its name, or a model file's name."""
+    return Path(medium).name if str(medium).endswith(".h5") else str(medium)
+
+
+def start(scenario="quad-trot", medium=None, replay=None, host="127.0.0.1", port=8080):
+    """The viewer's server and app (Live, Replay or Live3D), serving; what :func:`serve` blocks on.
+
+    ``medium``: a medium's name or a model file (.h5), checked before the server starts as
+    ``granular sim --medium`` checks it: a planar model for a planar scenario (or a replay, whose
+    W(θ) plot it then draws), a 3D model for a 3D one; anything else is one GranularError."""
     import viser
 
-    from granular.scenarios.scenario3d import is_3d
+    from granular.scenarios import scenario3d
 
     run = runfile.read(replay) if replay else None  # a bad file fails before the server starts
     path = scenarios.find(scenario)
-    spatial = is_3d(path)
-    if spatial and (replay or medium):
-        raise GranularError(f"{path.name} is a 3D (MuJoCo) scenario: the viewer runs it live, with its own medium "
-                            "(no --replay, no --medium yet)")
-    server = viser.ViserServer(host=host, port=port, verbose=False)
-    server.initial_camera.position = (0.0, -4.0, 1.6) if spatial else (0.0, -2.6, 0.6)
-    server.initial_camera.look_at = (0.0, 0.0, 0.5) if spatial else (0.0, 0.0, 0.4)
-    server.initial_camera.up = (0.0, 0.0, 1.0)
-    if spatial:
-        from granular.apps.viewer3d import Live3D
+    spatial = scenario3d.is_3d(path)
+    if spatial and replay:
+        raise GranularError(f"{path.name} is a 3D (MuJoCo) scenario: the viewer runs it live (no --replay yet)")
+    if medium is not None:  # the same check as the simulation's: it loads the model for this scenario
+        if spatial:
+            scenario3d.build(path, medium=medium)
+        elif run is not None:
+            from granular.learning.catalog import load_model
 
-        app = Live3D(server, path)
-    else:
-        app = Replay(server, run) if run else Live(server, scenario, medium)
+            try:
+                load_model(medium)
+            except GranularError as exc:
+                raise GranularError(f"--medium: {exc}") from None
+        else:
+            scenarios.build(scenarios.load(scenario).with_(medium=medium))
+    server = viser.ViserServer(host=host, port=port, verbose=False)
+    try:
+        server.initial_camera.position = (0.0, -4.0, 1.6) if spatial else (0.0, -2.6, 0.9)
+        server.initial_camera.look_at = (0.0, 0.0, 0.5) if spatial else (0.0, 0.0, 0.4)
+        server.initial_camera.up = (0.0, 0.0, 1.0)
+        if spatial:
+            from granular.apps.viewer3d import Live3D
+
+            app = Live3D(server, path, medium)
+        else:
+            app = Replay(server, run, medium) if run else Live(server, scenario, medium)
+    except BaseException:
+        server.stop()
+        raise
+    return server, app
+
+
+def serve(scenario="quad-trot", medium=None, replay=None, host="127.0.0.1", port=8080, browser=True):
+    """Start the viewer and block until Ctrl-C (:func:`start` says what ``medium`` may be)."""
+    server, app = start(scenario, medium, replay, host, port)
     url = f"http://{host}:{server.get_port()}"
     print(f"granular viewer at {url} (Ctrl-C to stop)", flush=True)
     if browser:

@@ -1,10 +1,15 @@
 """The browser viewer (viser) for 3D scenarios: a MuJoCo robot on granular feet, live.
 
 ``granular view quad3d-trot`` (any scenario file naming an MJCF) draws the model's geoms as
-primitives (boxes, spheres, capsules and cylinders as meshes), the medium's surface, and each foot's
-contact force as an arrow (the law's impulse / h, its force part, 1 mm per 2 N). The simulation
-runs in a background thread in real time (or as fast as it can); Start / pause, Step and Reset act
-on it; the scene is redrawn about 30 times a second, in MuJoCo's frames (z up, SI units).
+primitives (boxes, spheres, capsules and cylinders as meshes), the medium as a translucent mesh
+(its surface over x, y, with skirts down to its bottom), and each foot's contact force as an arrow
+(the law's impulse / h, its force part, at the panel's scale in N per m) from beside the foot's
+p_center, on the side the camera sees (from p_center itself it would be inside the foot). The simulation runs in a
+background thread in real time (or as fast as it can); Start / pause, Step and Reset act on it; the
+scene is redrawn about 30 times a second, in MuJoCo's frames (z up, SI units). The panel's camera
+toggle, arrow scale, selected foot and W(θ) plot are the planar viewer's
+(:class:`granular.apps.viewer_gui.Panel`): the plot shows the foot's (f_x, f_z) outline of the 3D
+model's W(θ) (6-axis, in F_r) and the chosen wrench.
 """
 from __future__ import annotations
 
@@ -13,10 +18,13 @@ import time
 
 import numpy as np
 
+from granular.apps.viewer_gui import Panel, arrow_scale, slice_title
+from granular.apps.viewer_scene import FOOT, FORCE, SELECTED, medium_colour
 from granular.errors import GranularError
 
 FPS = 30
-ARROW_M_PER_N = 0.0005
+LIFT = 0.5       # the camera looks this far above the ground under the trunk (m)
+DEPTH = 0.4      # the medium drawn this deep (m)
 SKIP = {0}  # mjGEOM_PLANE: the MJCF's floor; the medium's surface is drawn instead
 
 
@@ -37,21 +45,31 @@ def _cylinder_mesh(radius, half, sides=24, caps=True):
 class Live3D:
     """A 3D scenario stepping in a thread, drawn in a viser server."""
 
-    def __init__(self, server, path):
+    def __init__(self, server, path, medium=None):
         import mujoco
 
         from granular.scenarios import scenario3d
 
-        self.server, self.path, self.mujoco = server, path, mujoco
+        self.server, self.path, self.medium, self.mujoco = server, path, medium, mujoco
         self.scenario3d = scenario3d
-        self.world = scenario3d.build(path)
+        self.world = scenario3d.build(path, medium=medium)
         self.lock, self.running, self.stop_event = threading.Lock(), False, threading.Event()
-        self.forces = {}
+        self.forces, self.contacts = {}, {}
         self.handles = self._draw_model()
         self._surface()
+        m = self.world.mj_model
         gui = server.gui
-        self.g_run, self.g_step, self.g_reset = gui.add_button("Start / pause"), gui.add_button("Step"), gui.add_button("Reset")
-        self.g_status = gui.add_markdown("")
+        self.g_run, self.g_step = gui.add_button("Start / pause"), gui.add_button("Step")
+        self.g_reset = gui.add_button("Reset")
+        weight = float(np.linalg.norm(m.opt.gravity)) * float(m.body_mass.sum())
+        self.panel = Panel(server, arrow_scale(weight, 1.0), len(self.world.feet.geoms), lift=LIFT)
+        self.g_status = self.panel.g_status
+        # the weight a metre long: a foot's share sticks out of the foot the arrow stands beside
+        self.arrows = {k: server.scene.add_arrows(f"/forces/{k}", np.zeros((1, 2, 3), np.float32), colors=FORCE,
+                                                  shaft_radius=0.01, head_radius=0.025, head_length=0.05,
+                                                  visible=False) for k in range(len(self.world.feet.geoms))}
+        free = [int(m.jnt_bodyid[j]) for j in range(m.njnt) if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE]
+        self.trunk = free[0] if free else min(1, m.nbody - 1)
         self.g_run.on_click(lambda _: setattr(self, "running", not self.running))
         self.g_step.on_click(lambda _: self._advance(1))
         self.g_reset.on_click(lambda _: self.reset())
@@ -67,7 +85,7 @@ class Live3D:
             kind, size = int(m.geom_type[g]), m.geom_size[g]
             if kind in SKIP:
                 continue
-            color = (90, 140, 200) if g in feet else (150, 155, 165)
+            color = FOOT if g in feet else (150, 155, 165)
             name = f"/robot/geom{g}"
             if kind == mj.mjtGeom.mjGEOM_BOX:
                 handles[g] = scene.add_box(name, dimensions=tuple(2 * size), color=color)
@@ -80,21 +98,35 @@ class Live3D:
         return handles
 
     def _surface(self, extent=6.0, n=60):
-        """The medium's surface as a mesh over x, y around the start."""
+        """The medium as a translucent mesh over x, y around the start: its surface, and skirts down to
+        DEPTH below its lowest point."""
         xs = np.linspace(-extent, extent, n)
         ys = np.linspace(-extent / 3, extent / 3, n // 3)
         X, Y = np.meshgrid(xs, ys, indexing="ij")
-        Z = np.array([[self.world.terrain((x, y))[0] for y in ys] for x in xs])
-        v = np.column_stack([X.ravel(), Y.ravel(), Z.ravel() - 1e-3]).astype(np.float32)
-        i, j = np.meshgrid(np.arange(len(xs) - 1), np.arange(len(ys) - 1), indexing="ij")
-        a = (i * len(ys) + j).ravel()
-        faces = np.vstack([np.column_stack([a, a + len(ys), a + 1]), np.column_stack([a + 1, a + len(ys), a + len(ys) + 1])])
-        self.server.scene.add_mesh_simple("/medium", vertices=v, faces=faces.astype(np.uint32), color=(210, 180, 130))
+        Z = np.array([[self.world.terrain((x, y))[0] for y in ys] for x in xs]) - 1e-3
+        nx, ny = X.shape
+        top = np.column_stack([X.ravel(), Y.ravel(), Z.ravel()])
+        i, j = np.meshgrid(np.arange(nx - 1), np.arange(ny - 1), indexing="ij")
+        a = (i * ny + j).ravel()
+        faces = [np.column_stack([a, a + ny, a + 1]), np.column_stack([a + 1, a + ny, a + ny + 1])]
+        # the rim of the grid, walked around once, and a skirt from it down to the bottom
+        rim = np.concatenate([np.arange(ny), (np.arange(1, nx) + 1) * ny - 1, (nx - 1) * ny + np.arange(ny - 2, -1, -1),
+                              np.arange(nx - 2, 0, -1) * ny])
+        bottom = top[rim].copy()
+        bottom[:, 2] = Z.min() - DEPTH
+        k = np.arange(len(rim))
+        lo = len(top) + k
+        faces += [np.column_stack([rim[k], rim[(k + 1) % len(rim)], lo]),
+                  np.column_stack([rim[(k + 1) % len(rim)], lo[(k + 1) % len(rim)], lo])]
+        v = np.vstack([top, bottom]).astype(np.float32)
+        self.server.scene.add_mesh_simple("/medium", vertices=v, faces=np.vstack(faces).astype(np.uint32),
+                                          color=medium_colour(self.world.feet.model.dataset.medium.removesuffix("3d")),
+                                          opacity=0.7, side="double", cast_shadow=False)
 
     def reset(self):
         with self.lock:
-            self.world = self.scenario3d.build(self.path)
-            self.forces = {}
+            self.world = self.scenario3d.build(self.path, medium=self.medium)
+            self.forces, self.contacts = {}, {}
         self._redraw()
 
     def _advance(self, steps):
@@ -106,19 +138,21 @@ class Live3D:
                 if w.gait is not None:
                     w.mj_data.ctrl[:] = w.gait(w.mj_data.time, self.scenario3d.pitch(w.mj_data))
                 result, thetas = mujoco3d.step(w.mj_model, w.mj_data, w.feet, w.terrain)
-            self.forces = self._foot_forces(result, thetas)
+            self.forces, self.contacts = self._foot_forces(result, thetas)
 
     def _foot_forces(self, result, thetas):
-        """Each foot in contact: (p_center, world force in N) from the law's impulses (under the lock)."""
+        """Each foot in contact: (p_center, world force in N), and (θ, wrench in F_r in N) (under the lock)."""
         from granular.simulation import mujoco3d
 
         w = self.world
         if result is None:
-            return {}
+            return {}, {}
         states = mujoco3d.foot_states(w.mj_model, w.mj_data, w.feet, w.terrain)
         contact = [k for k, th in enumerate(thetas) if th[0] < 0]
         h = w.mj_model.opt.timestep
-        return {k: (states[k][2], states[k][1][:3, :3] @ c[:3] / h) for k, c in zip(contact, result.impulses)}
+        forces = {k: (states[k][2], states[k][1][:3, :3] @ c[:3] / h) for k, c in zip(contact, result.impulses)}
+        return forces, {k: (np.asarray(thetas[k], float), np.asarray(c, float) / h)
+                        for k, c in zip(contact, result.impulses)}
 
     def _loop(self):
         while not self.stop_event.is_set():
@@ -142,15 +176,61 @@ class Live3D:
             for g, handle in self.handles.items():
                 self.mujoco.mju_mat2Quat(quat, d.geom_xmat[g])
                 handle.position, handle.wxyz = tuple(d.geom_xpos[g]), tuple(quat)
-            forces, t = dict(self.forces), float(d.time)
-        segments = [[p, p + ARROW_M_PER_N * f] for p, f in forces.values()]
-        if segments:
-            self.server.scene.add_line_segments("/forces", np.array(segments, dtype=np.float32), colors=(200, 40, 40),
-                                                line_width=4.0)
-        elif "/forces" in getattr(self, "_drawn", set()):
-            self.server.scene.add_line_segments("/forces", np.zeros((1, 2, 3), np.float32), colors=(200, 40, 40))
-        self._drawn = {"/forces"} if segments else set()
-        self.g_status.content = f"t = {t:.2f} s · {len(forces)} feet in the medium · {w.feet.model.dataset.medium}, {w.feet.law}"
+            forces, contacts, t = dict(self.forces), dict(self.contacts), float(d.time)
+            trunk = d.xpos[self.trunk].copy()
+        scale, eye = self.panel.scale, self._eye()
+        self.drawn = {}
+        for k, handle in self.arrows.items():
+            p, f = forces.get(k, (None, np.zeros(3)))
+            if p is None or np.linalg.norm(f) / scale < 1e-4:
+                handle.visible = False
+                continue
+            side = (eye - p) * [1.0, 1.0, 0.0]  # beside the foot, on the side the camera sees
+            tail = p + (w.feet.radius[k] + 0.03) * side / max(np.linalg.norm(side), 1e-9)
+            handle.points = np.array([[tail, tail + f / scale]], np.float32)
+            handle.head_length = min(0.05, 0.4 * float(np.linalg.norm(f)) / scale)
+            handle.visible = True
+            self.drawn[k] = (np.asarray(p, float), np.asarray(f, float))
+        self.panel.follow.update(float(trunk[0]), float(trunk[1]), float(w.terrain(trunk[:2])[0]))
+        self._plot(w, contacts)
+        self._colour_selected(w)
+        self.g_status.content = (f"t = {t:.2f} s · {len(forces)} feet in the medium · {w.feet.model.dataset.medium}, "
+                                 f"{w.feet.law}  \n{self.panel.note_scale()}")
+
+    def _colour_selected(self, w):
+        """The selected foot orange, the others blue (as in the planar viewer)."""
+        f = min(max(int(self.panel.g_foot.value or 0), 0), len(w.feet.geoms) - 1)
+        if getattr(self, "coloured", None) != f:
+            for k, g in enumerate(w.feet.geoms):
+                if int(g) in self.handles:
+                    self.handles[int(g)].color = SELECTED if k == f else FOOT
+            self.coloured = f
+
+    def _eye(self):
+        """Where the (first) browser's camera is, else the initial camera."""
+        for client in list(self.server.get_clients().values()):
+            try:
+                return np.array(client.camera.position)
+            except AssertionError:  # not reported yet
+                break
+        return np.array(self.server.initial_camera.position)
+
+    def _plot(self, w, contacts):
+        """The selected foot's (f_x, f_z) outline of W(θ) and its chosen wrench."""
+        from scipy.spatial import ConvexHull, QhullError
+
+        f = min(max(int(self.panel.g_foot.value or 0), 0), len(w.feet.geoms) - 1)
+        name = w.feet.names[f]
+        if f not in contacts:
+            self.panel.show(None, f"W(θ) of foot {name}: not in the medium")
+            return
+        theta, wrench = contacts[f]
+        pts = np.vstack([w.feet.model.points(theta[None])[0][:, [0, 2]], [0.0, 0.0]])
+        try:
+            ring = pts[ConvexHull(pts).vertices]
+        except QhullError:
+            ring = pts
+        self.panel.show((ring, wrench[[0, 2]]), slice_title(name, theta))
 
     def close(self):
         self.stop_event.set()

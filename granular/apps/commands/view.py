@@ -8,7 +8,9 @@ from granular.errors import GranularError
 def add(sub):
     v = sub.add_parser("view", help="the live viewer in the browser (or --replay a run file)")
     v.add_argument("scenario", nargs="?", default="quad-trot")
-    v.add_argument("--medium", choices=["sand", "pebbles", "beads"])
+    v.add_argument("--medium", help="sand, pebbles, beads (wheels: wheel-sand, wheel-dry-sand), or a model "
+                                    "file (.h5): planar for a planar scenario or a --replay's W(θ) plot, 3D "
+                                    "(sand3d, …) for a 3D one")
     v.add_argument("--replay", help="play back a run file (.h5)")
     v.add_argument("--host", default="127.0.0.1", help="address to bind (default: this machine only)")
     v.add_argument("--port", type=_number(1, 65535, kind=int), default=8080, help="1 to 65535")
