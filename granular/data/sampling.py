@@ -81,3 +81,10 @@ def config_grid(depths, tilts) -> np.ndarray:
     """(n, 2) configurations [d, φ], depth-major."""
     d, phi = np.meshgrid(np.asarray(depths, float), np.asarray(tilts, float), indexing="ij")
     return np.stack([d.ravel(), phi.ravel()], axis=-1)
+
+
+def random_configs(d_min: float, phi_max: float, samples: int, seed: int = 0) -> np.ndarray:
+    """``samples`` configurations θ (samples, 2) drawn uniformly in a model's data range: depths from
+    its deepest data ``d_min`` to a tenth of it, tilts within ±``phi_max`` (the fixed-normal error's)."""
+    rng = np.random.default_rng(seed)
+    return np.column_stack([rng.uniform(d_min, 0.1 * d_min, samples), rng.uniform(-phi_max, phi_max, samples)])

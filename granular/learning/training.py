@@ -18,6 +18,7 @@ from msgspec import Meta
 from tqdm import tqdm
 
 from granular.data import dataset as wd
+from granular.data.sampling import random_configs
 from granular.learning import model as wm
 from granular.frames import foot_axis, twist_at
 from granular.wrench import polytopes as wrenchspace
@@ -310,14 +311,6 @@ def concavity_table(ds: wd.WrenchDataset) -> dict:
     return table
 
 
-def random_thetas(model, samples: int, seed: int = 0) -> np.ndarray:
-    """``samples`` configurations drawn uniformly in a model's data range (depths from its deepest
-    data to a tenth of it), for the fixed-normal error."""
-    rng = np.random.default_rng(seed)
-    return np.column_stack([rng.uniform(model.d_min, 0.1 * model.d_min, samples),
-                            rng.uniform(-model.phi_max, model.phi_max, samples)])
-
-
 def fixed_normal_errors(model: wm.WrenchSpaceModel, Ks=(16, 32, 64), samples: int = 40, seed: int = 0) -> dict:
     """Outer-approximation error of the fixed-normal representation against the exact hull.
 
@@ -325,7 +318,7 @@ def fixed_normal_errors(model: wm.WrenchSpaceModel, Ks=(16, 32, 64), samples: in
     distance over ``samples`` random configurations in the data's range
     (mostly between the training configurations, where the normals were not fitted).
     """
-    pts = model.points(random_thetas(model, samples, seed))
+    pts = model.points(random_configs(model.d_min, model.phi_max, samples, seed))
     out = {}
     for K in Ks:
         for kind in ("fitted", "sphere"):

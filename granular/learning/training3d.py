@@ -11,6 +11,7 @@ import logging
 import numpy as np
 
 from granular.data import dataset as wd
+from granular.data.sampling import random_configs
 from granular.errors import GranularError
 from granular.learning import model3d as wm3
 from granular.wrench import polytopes
@@ -71,9 +72,8 @@ def flow_mismatch_table(ds: wd.WrenchDataset) -> dict:
 def fixed_normal_errors(model: wm3.WrenchSpaceModel3D, Ks=(72, 232), samples: int = 8, seed: int = 0) -> dict:
     """The fixed-normal polytope's distance outside the exact hull, relative to the largest wrench,
     over random configurations in the data's range (vertex enumeration in ℝ⁶ is costly: few samples)."""
-    from granular.learning.training import random_thetas
 
-    pts = model.points(random_thetas(model, samples, seed))
+    pts = model.points(random_configs(model.d_min, model.phi_max, samples, seed))
     out = {}
     for K in Ks:
         A = model.fixed_normals(K)
