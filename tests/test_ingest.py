@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from granular.data import ingest
+from granular.data.runs import BadRun
 
 from granular.data import rft
 from granular.foot import Foot
@@ -231,8 +232,8 @@ def test_ros2_bag_run_matches_truth_within_2_percent(tmp_path):
     assert not quality["flagged"]
     topics = tmp_path / "topics.toml"
     topics.write_text('[topics]\nwrench = "/nope"\n')
-    with pytest.raises(ingest.BadRun, match="no geometry_msgs/msg/WrenchStamped topic named '/nope'"):
+    with pytest.raises(BadRun, match="no geometry_msgs/msg/WrenchStamped topic named '/nope'"):
         ingest.read_run(bag, ingest.Mapping.load(topics))
     (tmp_path / "bagrun.json").unlink()
-    with pytest.raises(ingest.BadRun, match="missing metadata sidecar"):
+    with pytest.raises(BadRun, match="missing metadata sidecar"):
         ingest.read_run(bag)

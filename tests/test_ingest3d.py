@@ -12,6 +12,7 @@ from scipy.spatial.transform import Rotation
 from granular.apps.cli import main
 from granular.data import dataset as wd
 from granular.data import ingest, ingest3d, rft3d
+from granular.data.runs import BadRun
 from granular.data.media import medium
 from granular.data.sampling import sphere_directions_3d
 from granular.data.synth import velocity_scale_3d
@@ -170,7 +171,7 @@ def test_direction_measured_by_twist_channels_when_the_run_gives_no_v_des(tmp_pa
     j = int(np.flatnonzero(ds.configs[:, 0] < 0)[0])
     assert ds.valid[j].sum() == 1 and ds.valid[j, 50] and close(ds.wrenches[j, 50], w_true, 0.02)
     bare, _ = make_run(tmp_path, "bare", (-0.03, 0.3), DIRS[50], drop_meta=("v_des",))
-    with pytest.raises(ingest.BadRun, match="no v_des in the metadata, and the record lacks the twist column"):
+    with pytest.raises(BadRun, match="no v_des in the metadata, and the record lacks the twist column"):
         ingest3d.read_run(bare, m)
 
 
@@ -295,7 +296,7 @@ def test_a_run_without_a_mount_is_skipped_unless_assumed_at_p_center(tmp_path, c
     m, _ = mapping(tmp_path, 'wrench_space = "3d"\n')
     mount = dict(position=np.zeros(3), rotation=Rotation.identity())
     path, w_true = make_run(tmp_path, "run", *cell(2), noise=0.0, mount=mount)
-    with pytest.raises(ingest.BadRun, match="no sensor mount"):
+    with pytest.raises(BadRun, match="no sensor mount"):
         ingest3d.read_run(path, m)
     assumed = ingest3d.Mapping3D.load("m.toml", {"wrench_space": "3d"}, assume_sensor_at_p_center=True)
     assert close(ingest3d.extract(ingest3d.read_run(path, assumed))[0], w_true, 2e-3)

@@ -13,23 +13,21 @@ with its file and the reason and skipped; it never stops the batch.
 """
 from __future__ import annotations
 
-import csv
 import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Literal
 
-import h5py
 import numpy as np
-from msgspec import Meta
-from scipy.signal import butter, filtfilt
 
 from granular.data.dataset import WrenchDataset
 from granular.errors import GranularError
 from granular.io.schema import Finite, NonNegative, Positive, Schema, parse, read_document
 from granular.foot import Foot
 from granular.frames import cross2, foot_axis
+from granular.data.runs import (DEFAULT_CUTOFF_HZ, PASS_FRACTION, POSE_MSG, WRENCH_MSG, BadRun, Sign, _check,
+                                _pass_time, _velocity_scale, extract_all, lowpass_samples, raw_columns)
 from granular.data.sampling import direction_set
 
 log = logging.getLogger(__name__)
@@ -41,12 +39,6 @@ UNITS = {"s": 1.0, "ms": 1e-3, "m": 1.0, "mm": 1e-3, "cm": 1e-2, "rad": 1.0, "de
 #: Twist columns a trajectory may hold (granular.data.trajectory), read under these names: their unit is
 #: the mapping's unit of the pose channel per its unit of time, so a rig logging mm and ms needs no more.
 RATES = {"vx": "x", "vz": "z", "omega": "phi"}
-DEFAULT_CUTOFF_HZ = 5.0
-PASS_FRACTION = 0.8
-
-
-class BadRun(GranularError):
-    """A run that cannot be ingested (reported and skipped)."""
 
 
 @dataclass(frozen=True)
@@ -73,7 +65,6 @@ UNIT_KIND = {"s": "time", "ms": "time", "m": "length", "mm": "length", "cm": "le
              "deg": "angle", "N": "force", "kgf": "force", "N*m": "torque", "N*mm": "torque"}
 Channel = Literal["t", "x", "z", "phi", "fx", "fz", "tau"]
 Unit = Literal["s", "ms", "m", "mm", "cm", "rad", "deg", "N", "kgf", "N*m", "N*mm"]
-Sign = Annotated[float, Meta(ge=-1.0, le=1.0)]   # ±1, checked below
 
 
 class MappingFile(Schema):
@@ -200,102 +191,6 @@ def read_columns(path, mapping: Mapping, optional=()) -> tuple[dict, dict]:
     return si, meta
 
 
-def raw_columns(path: Path, mapping, wanted, read_bag) -> tuple[dict, dict]:
-    """A run's mapped channels as stored and its metadata, by format: a ROS 2 bag (a folder, read by
-    ``read_bag``, sidecar beside it), HDF5 (metadata as attributes) or CSV (+ sidecar)."""
-    if not path.exists():
-        raise BadRun(f"{path}: no such file")
-    if path.is_dir():
-        return read_bag(path, mapping), _sidecar(path)
-    if path.suffix in (".h5", ".hdf5"):
-        return _read_hdf5(path, mapping, wanted)
-    return _read_csv(path, mapping, wanted), _sidecar(path)
-
-
-def _read_hdf5(path: Path, mapping: Mapping, wanted) -> tuple[dict, dict]:
-    """The mapped datasets of an HDF5 run (numbers only) and its attributes."""
-    cols = {}
-    try:
-        with h5py.File(path, "r") as f:
-            for c in wanted:
-                name = mapping.columns.get(c, c)
-                if name not in f:
-                    continue
-                if not isinstance(f[name], h5py.Dataset) or f[name].dtype.kind not in "biuf":
-                    raise BadRun(f"{path}: {name} should be a dataset of numbers")
-                cols[c] = f[name][()]
-            meta = {k: _plain(v) for k, v in f.attrs.items()}
-    except OSError as exc:
-        raise BadRun(f"{path}: not a readable HDF5 file ({exc})") from None
-    return cols, meta
-
-
-def _read_csv(path: Path, mapping: Mapping, wanted=CHANNELS) -> dict:
-    """The mapped columns of a CSV file; a UTF-8 byte-order mark and spaces around names are fine."""
-    try:
-        with path.open(newline="", encoding="utf-8-sig") as fh:
-            reader = csv.reader(fh)
-            header = [name.strip() for name in next(reader, [])]
-            rows = list(reader)
-    except UnicodeDecodeError as exc:
-        raise BadRun(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    cols = {}
-    for c in wanted:
-        name = mapping.columns.get(c, c)
-        if name in header:
-            k = header.index(name)
-            try:
-                cols[c] = np.array([float(r[k].strip() or "nan") if k < len(r) else np.nan for r in rows])
-            except ValueError:
-                raise BadRun(f"{path}: column {name!r} holds non-numbers") from None
-    return cols
-
-
-def _plain(value):
-    """An HDF5 attribute as plain Python data (for the metadata schema)."""
-    if isinstance(value, (np.ndarray, np.generic)):
-        value = value.tolist()
-    return value.decode(errors="replace") if isinstance(value, bytes) else value
-
-
-def _velocity_scale(samples, given=None) -> np.ndarray:
-    """The direction grid's velocity scale: given, else the runs' own (which must agree), else the
-    largest speed seen on each axis (right when the runs cover the whole sphere)."""
-    if given is not None:
-        scale = np.asarray(given, float)
-    else:
-        recorded = [(r.path, r.velocity_scale) for r, _, _ in samples if r.velocity_scale is not None]
-        for path, s in recorded[1:]:
-            if not np.allclose(s, recorded[0][1], rtol=1e-9):
-                raise GranularError(f"runs disagree on velocity_scale: {recorded[0][0]} has "
-                                    f"{recorded[0][1].tolist()}, {path} has {s.tolist()}")
-        scale = recorded[0][1] if recorded else np.max(np.abs([r.v_des for r, _, _ in samples]), axis=0)
-    return np.where(scale > 0, scale, 1.0)
-
-
-def sidecar_path(path: Path) -> Path:
-    """``run.csv`` → ``run.json``; a ROS 2 bag folder ``bag_d0.04`` → ``bag_d0.04.json`` beside it."""
-    path = Path(path)
-    return path.parent / f"{path.name}.json" if path.is_dir() else path.with_suffix(".json")
-
-
-def _sidecar(path: Path) -> dict:
-    """The run's metadata from its JSON sidecar (CSV files and ROS 2 bags)."""
-    sidecar = sidecar_path(path)
-    if not sidecar.is_file():
-        raise BadRun(f"{path}: missing metadata sidecar {sidecar.name}")
-    try:
-        meta = json.loads(sidecar.read_bytes().decode("utf-8-sig"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BadRun(f"{sidecar}: not valid JSON ({exc})") from None
-    if not isinstance(meta, dict):
-        raise BadRun(f"{sidecar}: should hold a JSON object, not {type(meta).__name__}")
-    return meta
-
-
-WRENCH_MSG, POSE_MSG = "geometry_msgs/msg/WrenchStamped", "geometry_msgs/msg/PoseStamped"
-
-
 def _read_bag(path: Path, mapping: Mapping):
     """A ROS 2 bag (directory): the wrench and pose topics, on the wrench's time stamps.
 
@@ -341,65 +236,12 @@ def _read_bag(path: Path, mapping: Mapping):
     return cols
 
 
-def _check(run: Run, cutoff):
-    if len(run.t) < 20:
-        raise BadRun(f"{run.path}: too short ({len(run.t)} samples; need at least 20)")
-    if not (np.all(np.isfinite(run.t)) and np.all(np.isfinite(run.pose)) and np.all(np.isfinite(run.wrench))):
-        raise BadRun(f"{run.path}: NaN or inf in the samples")
-    dt = np.diff(run.t)
-    if np.any(dt <= 0):
-        raise BadRun(f"{run.path}: time is not strictly increasing (duplicated or backwards at sample "
-                     f"{int(np.argmax(dt <= 0)) + 1})")
-    if run.t[-1] - run.t[0] < PASS_FRACTION * run.t_total:
-        raise BadRun(f"{run.path}: too short ({run.t[-1] - run.t[0]:.3g} s of a {run.t_total:.3g} s run)")
-    if cutoff >= 0.5 / np.median(dt):
-        raise BadRun(f"{run.path}: cutoff {cutoff} Hz is above the Nyquist frequency {0.5 / np.median(dt):.3g} Hz")
-
-
-#: How far (d, φ) may be from θ_des at the pass: m, rad.
-POSE_TOLERANCE = np.array([0.005, 0.05])
-
-
-def _pass_time(run: Run):
-    """The instant the configuration passes θ_des, and how far (in seconds of travel) it stays from it.
-
-    Along the axes of (d, φ) that v_des changes, the closest sample (refined by a parabola through
-    its neighbours); a configuration v_des leaves unchanged is passed on schedule, at 0.8·t_total.
-    Either way the configuration must come within POSE_TOLERANCE of θ_des.
-    """
-    rates = np.abs(run.v_des[1:])
-    moving = rates > 0
-    if moving.any():
-        err = (run.pose[:, 1:][:, moving] - run.theta_des[moving]) / rates[moving]
-        dist = np.sqrt((err**2).sum(axis=1))
-        i = int(np.argmin(dist))
-        t_star, lag = run.t[i], float(dist[i])
-        if 0 < i < len(run.t) - 1:
-            d0, d1, d2 = dist[i - 1], dist[i], dist[i + 1]
-            if d0 - 2 * d1 + d2 > 0:
-                t_star = run.t[i] + 0.5 * (d0 - d2) / (d0 - 2 * d1 + d2) * (run.t[i + 1] - run.t[i])
-    else:
-        t_star, lag = run.t[0] + PASS_FRACTION * run.t_total, 0.0
-    at = np.array([np.interp(t_star, run.t, run.pose[:, k]) for k in (1, 2)])
-    if np.any(np.abs(at - run.theta_des) > POSE_TOLERANCE):
-        raise BadRun(f"{run.path}: never reaches θ_des = {run.theta_des.tolist()} (closest: "
-                     f"{np.round(at, 4).tolist()})")
-    return t_star, lag
-
-
 def lowpass(run: Run, cutoff: float) -> np.ndarray:
     """The wrench samples through the low-pass filter of :func:`lowpass_samples` (paper step 4)."""
     if _is_3d(run):  # only the planar run figure (inspect --plot) asks; it would mislabel six components
         raise GranularError(f"{run.path}: a 3D (6-axis) run; its figure is not drawn yet (inspect without --plot "
                             "shows its extraction)")
     return lowpass_samples(run.t, run.wrench, cutoff)
-
-
-def lowpass_samples(t, samples, cutoff: float) -> np.ndarray:
-    """Samples (k, n) through a zero-phase 2nd-order Butterworth low-pass filter at ``cutoff`` Hz."""
-    fs = 1.0 / np.median(np.diff(t))
-    b, a = butter(2, cutoff / (0.5 * fs))
-    return filtfilt(b, a, samples, axis=0)
 
 
 def to_reference(w_s, phi, sensor_offset, sensor_angle: float, foot: Foot) -> np.ndarray:
@@ -435,25 +277,6 @@ def extract(run: Run, foot: Foot, cutoff: float = DEFAULT_CUTOFF_HZ):
 def _read_and_extract(path, mapping, foot, cutoff):
     run = read_run(path, mapping)
     return (run, *extract(run, foot, cutoff))
-
-
-def extract_all(paths, one, progress: bool, desc: str = "ingest"):
-    """``one(path)`` → (run, wrench, quality) of each run (planar or 3D), the bad ones reported and
-    skipped: (samples, the skipped runs' reasons)."""
-    from tqdm import tqdm
-
-    samples, skipped = [], []
-    for path in tqdm(paths, desc=desc, disable=None if progress else True):
-        try:
-            run, w, quality = one(path)
-            samples.append((run, w, quality))
-            if quality["flagged"]:
-                log.warning("%s: passes θ_des at %.3g s, expected %.3g s", path, quality["t_pass"],
-                            quality["t_pass_expected"])
-        except BadRun as exc:
-            skipped.append(str(exc))
-            log.warning("skipped %s", exc)
-    return samples, skipped
 
 
 def assemble(paths, out_medium=None, mapping: Mapping = Mapping.load(), cutoff=DEFAULT_CUTOFF_HZ, m=26,

@@ -21,10 +21,10 @@ from typing import Literal
 
 import numpy as np
 
-from granular.data import ingest
 from granular.data.dataset import KINDS, WrenchDataset
-from granular.data.ingest import (DEFAULT_CUTOFF_HZ, PASS_FRACTION, BadRun, Sign, _check, _pass_time,
-                                  _velocity_scale, lowpass_samples)
+from granular.data import runs
+from granular.data.runs import (DEFAULT_CUTOFF_HZ, PASS_FRACTION, BadRun, Sign, _check, _pass_time, _velocity_scale,
+                                extract_all, lowpass_samples)
 from granular.data.sampling import SIZES_3D, sphere_directions_3d
 from granular.errors import GranularError
 from granular.foot import Foot
@@ -271,7 +271,7 @@ def read_columns(path, mapping: Mapping3D, optional=()) -> tuple[dict, dict]:
     """A 3D run's channels in SI (1-D, one length; the twist channels where the record has them) and its
     metadata, from CSV (+ sidecar), HDF5 or a ROS 2 bag; a planar run is refused (:func:`refuse_space`)."""
     path = Path(path)
-    cols, meta = ingest.raw_columns(path, mapping, (*CHANNELS, *TWIST), _read_bag)
+    cols, meta = runs.raw_columns(path, mapping, (*CHANNELS, *TWIST), _read_bag)
     if "path" in meta:  # a validation trajectory (granular validate): planar only
         raise WrongSpace(f"{path}: a validation run; those are planar, read it without the 3D mapping")
     refuse_space(path, meta, "3d", mapping.path)
@@ -389,7 +389,7 @@ def _read_bag(path: Path, mapping: Mapping3D) -> dict:
     try:
         with AnyReader([path]) as reader:
             streams = {kind: _messages(reader, path, kind, msgtype, mapping.topics.get(kind))
-                       for kind, msgtype in (("wrench", ingest.WRENCH_MSG), ("pose", ingest.POSE_MSG))}
+                       for kind, msgtype in (("wrench", runs.WRENCH_MSG), ("pose", runs.POSE_MSG))}
     except Exception as exc:  # rosbags raises its own types for unreadable bags
         raise exc if isinstance(exc, BadRun) else BadRun(f"{path}: not a readable ROS 2 bag ({exc})") from None
     stamp = lambda m: m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec  # noqa: E731
@@ -429,8 +429,6 @@ def _directions(m, mapping: Mapping3D) -> np.ndarray:
 
 def _extract_all(paths, mapping, foot, cutoff, progress):
     """(run, wrench, quality) of each good run, and the reasons the others were skipped."""
-    from granular.data.ingest import extract_all
-
     def one(path):
         run = read_run(path, mapping)
         return (run, *extract(run, foot, cutoff))

@@ -28,7 +28,7 @@ def cmd_calibrate(args):
 
     from pathlib import Path
 
-    from granular.data.ingest import sidecar_path
+    from granular.data.runs import sidecar_path
 
     inputs = list(args.runs) + [sidecar_path(r) for r in args.runs] + ([args.mapping] if args.mapping else [])
     check_outputs(args, inputs + ([args.model] if Path(args.model).is_file() else []))

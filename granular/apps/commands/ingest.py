@@ -23,9 +23,9 @@ def add(sub):
 
 def cmd_ingest(args):
     from granular.data import dataset as wd
-    from granular.data import ingest
+    from granular.data import ingest, runs
 
-    inputs = list(args.runs) + [ingest.sidecar_path(r) for r in args.runs] + ([args.mapping] if args.mapping else [])
+    inputs = list(args.runs) + [runs.sidecar_path(r) for r in args.runs] + ([args.mapping] if args.mapping else [])
     check_outputs(args, inputs)
     mapping = ingest.Mapping.load(args.mapping, args.assume_sensor_at_p_center)
     ds = ingest.assemble(args.runs, out_medium=args.medium, mapping=mapping, cutoff=args.cutoff,

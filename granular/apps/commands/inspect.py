@@ -42,9 +42,9 @@ def default_thetas(model):
 
 
 def cmd_inspect(args):
-    from granular.data.ingest import sidecar_path
+    from granular.data.runs import sidecar_path
     from granular.io.kinds import kind_of
-    from granular.learning import catalog, model as wm
+    from granular.learning import catalog
 
     path = Path(args.path)
     if not path.exists():
