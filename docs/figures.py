@@ -78,6 +78,12 @@ def viewer_screenshot(scenario, seconds, size=(1000, 700)):
     return shoot
 
 
+#: The shipped sand job with its model and figures sent to {tmp} (the shipped model is not rewritten).
+SAND_JOB = ("sed -e 's#^dataset = .*#dataset = \"'\"$PWD\"'/data/sand.h5\"#' -e 's#^out = .*#out = \"{tmp}/sand.h5\"#' "
+            "-e 's#^figures = .*#figures = \"{tmp}\"#' training/sand.toml > {tmp}/sand.toml",
+            "granular train {tmp}/sand.toml")
+
+
 # image (relative to docs/) -> how it is made
 FIGURES = {
     "img/quad_trot.gif": Figure(
@@ -97,15 +103,10 @@ FIGURES = {
         python=viewer_screenshot("quad3d-trot", 2)),
     "img/sand_wrench_space.png": Figure(
         "granular train training/sand.toml",
-        # the shipped job, its model and figures sent to {tmp} (the shipped model is not rewritten)
-        ("sed -e 's#^dataset = .*#dataset = \"'\"$PWD\"'/data/sand.h5\"#' -e 's#^out = .*#out = \"{tmp}/sand.h5\"#' "
-         "-e 's#^figures = .*#figures = \"{tmp}\"#' training/sand.toml > {tmp}/sand.toml",
-         "granular train {tmp}/sand.toml"), "wrench_space.png", minutes=2),
+        SAND_JOB, "wrench_space.png", minutes=2),
     "img/sand_training_report.png": Figure(
         "granular train training/sand.toml",
-        ("sed -e 's#^dataset = .*#dataset = \"'\"$PWD\"'/data/sand.h5\"#' -e 's#^out = .*#out = \"{tmp}/sand.h5\"#' "
-         "-e 's#^figures = .*#figures = \"{tmp}\"#' training/sand.toml > {tmp}/sand.toml",
-         "granular train {tmp}/sand.toml"), "training_report.png", minutes=2),
+        SAND_JOB, "training_report.png", minutes=2),
     "img/walker_gait.png": Figure(
         "granular sim walker --plot /tmp/walker",
         ("granular sim walker --plot {tmp}",), "gait.png"),
