@@ -12,7 +12,7 @@ drive the foot instead along prescribed piecewise-linear paths, in beds of
 other seeds. A bed may be periodic in x and y (``Bed.periodic``) and softer than
 the paper's beads (``Bed.young``); several runs may share one YADE process
 (:func:`run_batch`). What each of these does to the wrench is measured by
-:mod:`granular.data.dem_study` (data/README.md).
+:mod:`granular.data.dem_study` (docs/beads-studies.md).
 
 The world is YADE's x (forward), z (up); the plane of the paper is x–z and
 the foot's tilt turns about −y (counter-clockwise as drawn, frames.py).
@@ -675,7 +675,7 @@ def acquire_dataset(out, medium: str, bed: Bed, depths, tilts, m: int, t_total: 
                     threads: int | None = None, batch: int = 1, run_young: float | None = None):
     """The whole DEM acquisition of a medium: bed, runs on Dask (resumable in ``workdir``), ingestion
     through the rig path; the dataset, its creator line saying how it was made. ``run_young`` (Pa): run
-    at this stiffness a bed settled at ``bed.young`` (data/README.md: a bed settled soft is ready sooner)."""
+    at this stiffness a bed settled at ``bed.young`` (docs/beads-studies.md: a bed settled soft is ready sooner)."""
     from dataclasses import replace
 
     from granular.data import ingest

@@ -41,7 +41,7 @@ PATHS = {"upright": [[0.0, 0.0, 0.0, 0.0], [1.0, 0.0, -0.20, 0.0]],
 DEPTHS = np.round(np.arange(0.01, 0.195, 0.01), 3)
 HALF_WINDOW = 0.005
 
-_DEEP = dem.Bed(particles=5610, box=(0.55, 0.22, 0.6))   # the 12 and 18 cm rows' box (data/README.md)
+_DEEP = dem.Bed(particles=5610, box=(0.55, 0.22, 0.6))   # the 12 and 18 cm rows' box (docs/beads-studies.md)
 _WIDE = replace(_DEEP, box=(0.825, 0.33, 0.6), particles=12623)   # 1.5× wider and longer, as deep
 _WIDER = replace(_DEEP, box=(1.2375, 0.495, 0.6), particles=28402)   # 1.5× _WIDE's width and length
 

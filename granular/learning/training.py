@@ -45,7 +45,7 @@ def cross_validate(ds: wd.WrenchDataset, names=tuple(REGRESSORS), folds: int = 5
     ``repeats`` > 1 draws the folds that many times (fold seeds ``seed``, ``seed`` + 1, ...), every
     configuration held out once per draw, and pools the errors; ``rel_rmse_repeats`` lists each
     draw's figure (one for one draw). With a few dozen configurations one draw of the folds is off its mean by several
-    per cent (data/README.md, "how much the folds matter").
+    per cent (docs/beads-studies.md, "how much the folds matter").
     ``kernel``, ``smoothing``: the RBF's (its defaults where None, 0); smoothing :data:`NOISE` is
     chosen again in every fold from the fold's own training data (its noise floor; the whole data's
     where the fold holds no sample measured in two beds), so that the held-out cells play no part.

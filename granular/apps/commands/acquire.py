@@ -32,16 +32,16 @@ def add(sub):
     a.add_argument("--workdir", help="where runs are kept (resumable); default: OUT_runs/")
     a.add_argument("--young", type=_number(1e5, 1e12), default=3e8,
                    help="Young's modulus of the beads (Pa; default 3e8, the paper's); softer is faster (time step "
-                        "∝ 1/√E) but weakens the wrench (1e7: −63 %%, data/README.md)")
+                        "∝ 1/√E) but weakens the wrench (1e7: −63 %%, docs/beads-studies.md)")
     a.add_argument("--settle-young", type=_number(1e5, 1e12),
                    help="settle the bed at this Young's modulus (Pa) and run at --young: settled at 1e7 a deep bed was "
-                        "ready 37× sooner and its plunges met the same force within 3 ± 6 %% (data/README.md, "
+                        "ready 37× sooner and its plunges met the same force within 3 ± 6 %% (docs/beads-studies.md, "
                         "'The plunge over depth')")
     a.add_argument("--periodic", action="store_true",
                    help="a bed periodic in x and y (no side or end walls; the box's X, Y are the period)")
     a.add_argument("--wall-friction", type=_number(0, 10),
                    help="the walls' friction coefficient (default: the beads' own, 0.577); 0: smooth walls, which "
-                        "confine the foot less (data/README.md, 'The plunge over depth')")
+                        "confine the foot less (docs/beads-studies.md, 'The plunge over depth')")
     a.add_argument("--seed", type=_number(0, 2**31 - 1, kind=int), default=0,
                    help="the bed's realisation (0: from the clock)")
     a.add_argument("--threads", type=_number(1, 1024, kind=int),
