@@ -24,7 +24,7 @@ def load(model_file: Path, urdf: bool, floating: bool = True, kp: float = 200.0,
             return mujoco.MjModel.from_xml_path(str(model_file))
         spec = mujoco.MjSpec.from_file(str(model_file))
         spec.compiler.fusestatic = False  # keep the root link a body of its own: it may float
-        roots = [b for b in spec.worldbody.bodies]
+        roots = list(spec.worldbody.bodies)
         if floating:
             if len(roots) != 1:
                 raise GranularError(f"{model_file}: a floating URDF robot needs one root link; found "

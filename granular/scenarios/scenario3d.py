@@ -107,7 +107,7 @@ def is_3d(path) -> bool:
 
     try:
         robot = tomllib.loads(Path(path).read_text()).get("robot", {})
-        return bool({"mjcf", "urdf", "floating", "kp", "kv"} & set(robot))
+        return bool(set(RobotSection.__struct_fields__) & set(robot))
     except (OSError, ValueError, AttributeError):
         return False
 
