@@ -22,10 +22,16 @@ p_center, with z along the outward surface normal and x along the surface
 tangent (the world x direction rotated with the surface). F_r has F_c's
 orientation and its origin at p_r.
 
-Configuration θ = (d, φ): d is the signed height of p_center above the
-surface along F_c's z (negative below: the foot is in contact only when
-d < 0); φ is the tilt of the foot axis from the surface normal,
+Configuration θ = (d, φ): d is the signed height of the foot's *lowest point*
+above the surface along F_c's z (negative below: the foot is in contact
+exactly when d < 0); φ is the tilt of the foot axis from the surface normal,
 counter-clockwise positive, so the axis points along (−sin φ, cos φ) in F_c.
+The lowest point is the bottom plate's lower rim, R |sin φ| below p_center
+(|φ| ≤ π/2: a foot tipped further is taken end for end), so a tilted foot is in
+contact as soon as its edge is buried (issue 49; :func:`center_height`). The
+3D θ is measured the same way (:mod:`granular.frames3d`). Datasets written
+before this convention (no ``depth_at`` attribute) measured d at p_center and are
+converted when read (:mod:`granular.data.dataset`).
 
 Velocity directions (datasets) are twists of the foot in F_c: the velocity of
 p_center and the tilt rate φ̇.
@@ -39,6 +45,17 @@ import numpy as np
 
 #: Diagonal of the mirror map x → −x, for wrenches and twists alike.
 MIRROR = np.array([-1.0, 1.0, -1.0])
+
+
+def center_height(d, phi, radius):
+    """p_center's height above the surface for θ = (d, φ) of a foot of radius ``radius``: d is the
+    lowest point's, the bottom plate's rim R |sin φ| below p_center (arrays broadcast)."""
+    return np.asarray(d, dtype=float) + np.asarray(radius, dtype=float) * np.abs(np.sin(phi))
+
+
+def lowest_height(height, phi, radius):
+    """θ's d from p_center's height above the surface: the inverse of :func:`center_height`."""
+    return np.asarray(height, dtype=float) - np.asarray(radius, dtype=float) * np.abs(np.sin(phi))
 
 
 def foot_axis(phi):

@@ -6,9 +6,8 @@ twists v = (v_x, v_y, v_z, ω_x, ω_y, ω_z) in m/s and rad/s; w·v is power in 
 Foot: a body of revolution about its axis (the planar project's cylinder; a sphere; a capsule's
 end). θ = (d, φ): φ the tilt of the axis from the surface normal, as in the plane; d the height of
 the foot's *lowest point* above the surface (negative below): a cylinder's bottom rim, R sin|φ|
-below p_center (:func:`granular.data.rft3d.center_height`). Unlike the planar θ, whose d is
-p_center's, a tilted foot is in contact as soon as its edge is buried, and d = 0 means no contact at
-every tilt (so a dataset's zero surface row is right for every φ). Because the foot is symmetric about its axis and
+below p_center (:func:`granular.frames.center_height`), as for the planar θ: a tilted foot is in
+contact as soon as its edge is buried, and d = 0 means no contact at every tilt (so a dataset's zero surface row is right for every φ). Because the foot is symmetric about its axis and
 the medium about the vertical, the azimuth of the tilt carries no information: wrench spaces are
 learned in the foot's *tilt frame* F_c3, z along the surface normal, x the horizontal direction
 the tilt is measured in (the axis p_center → p_r points along (−sin φ, 0, cos φ) in F_c3), y = z × x.

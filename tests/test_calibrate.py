@@ -52,5 +52,5 @@ def test_runs_of_another_kind_or_outside_the_medium_are_refused(tmp_path):
     (tmp_path / "air.csv").write_text("\n".join([header, *shallow]) + "\n")
     (tmp_path / "air.json").write_text(Path(RUNS[0]).with_suffix(".json").read_text())
     run = granular("calibrate", "sand", tmp_path / "air.csv", "--out", tmp_path / "cal.h5")
-    assert run.returncode != 0 and "no sample deeper" in run.stderr and "Traceback" not in run.stderr
+    assert run.returncode != 0 and "no sample whose lowest point is deeper" in run.stderr and "Traceback" not in run.stderr
     assert not (tmp_path / "cal.h5").exists()

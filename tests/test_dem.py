@@ -24,7 +24,7 @@ def test_a_grid_deeper_than_the_bed_is_refused_before_any_work():
     with pytest.raises(GranularError, match="deep"):
         dem.check_fits(bed, [[-0.24, 0.0]], scale, 0.2, Foot())
     with pytest.raises(GranularError, match="long"):
-        dem.check_fits(dem.Bed(2850, (0.35, 0.24, 0.4)), [[-0.06, 1.4]], scale, 0.2, Foot())
+        dem.check_fits(dem.Bed(2850, (0.35, 0.24, 0.4)), [[-0.11, 1.4]], scale, 0.2, Foot())
 
 
 def test_a_workdir_of_another_bed_is_not_reused(tmp_path):

@@ -124,7 +124,8 @@ def test_bad_runs_are_reported_and_skipped_and_good_ones_ingested(tmp_path, capl
         assert f"bad_{name.replace(' ', '_')}" in text and reason in text, (name, text)
     assert "orphan.csv: missing metadata sidecar" in text
     assert f"skipped {len(BAD) + 1}" in messages[-1]
-    j = int(np.flatnonzero((ds.configs == [-0.03, 0.3]).all(axis=1))[0])
+    j = int(np.flatnonzero(ds.configs[:, 1] == 0.3)[0])  # θ_des (−0.03, 0.3) is p_center's
+    assert ds.configs[j, 0] == pytest.approx(-0.03 - ingest.Foot().radius * np.sin(0.3))
     assert ds.valid[j].sum() == 3 and not ds.valid[j, 9]
     for k, w in truths.items():
         assert np.abs(ds.wrenches[j, k] - w).max() <= 0.02 * np.abs(w).max()

@@ -144,9 +144,8 @@ def test_large_components_have_the_planar_sign_for_tilts(theta):
     large (over a quarter of its largest) for planar RFT has the same sign in 3D."""
     foot = Foot()
     tw = random_twists(60, seed=2)[:, [0, 2, 4]]
-    p = rft.foot_wrench(foot, theta, tw, 1.2)  # planar θ: p_center's depth; 3D θ: the lowest point's
-    lowest = (theta[0] - foot.radius * abs(np.sin(theta[1])), theta[1])
-    s = to_planar(rft3d.foot_wrench(foot, lowest, to_3d(tw), 1.2))
+    p = rft.foot_wrench(foot, theta, tw, 1.2)  # both θ's d: the lowest point's
+    s = to_planar(rft3d.foot_wrench(foot, theta, to_3d(tw), 1.2))
     large = np.abs(p) > 0.25 * np.abs(p).max(axis=0)
     assert large[:, 2].sum() >= 10
     np.testing.assert_array_equal(np.sign(s[large]), np.sign(p[large]))

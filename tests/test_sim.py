@@ -125,9 +125,10 @@ def test_contact_geometry_flat():
     for z, angle in [(0.05, 0.0), (0.08, 0.4), (0.12, -0.3), (-0.5, 1.5)]:
         q = np.array([0.3, z, angle])
         f = detect(mb, feet, terrain.flat(0.1), mb.frames(q))
-        assert f.theta[0, 0] == pytest.approx(z - 0.1)
+        lowest = z - 0.1 - feet.contacts[0].foot.radius * abs(np.sin(angle))  # the plate's rim
+        assert f.theta[0, 0] == pytest.approx(lowest)
         assert f.theta[0, 1] == pytest.approx(angle)
-        assert f.active[0] == (z < 0.1)
+        assert f.active[0] == (lowest < 0)
         np.testing.assert_allclose(f.p_center[0], [0.3, z])
 
 
@@ -143,8 +144,8 @@ def test_a_foot_tipped_past_lying_flat_meets_the_medium_with_its_far_end():
         axis = np.array([-np.sin(angle), np.cos(angle)])
         far = q[:2] + foot.length * axis
         np.testing.assert_allclose(f.p_center[0], far, atol=1e-12)
-        assert f.theta[0, 0] == pytest.approx(far[1] - 0.1)
         assert f.theta[0, 1] == pytest.approx(angle - np.sign(angle) * np.pi)
+        assert f.theta[0, 0] == pytest.approx(far[1] - 0.1 - foot.radius * abs(np.sin(f.theta[0, 1])))
         p_r = far - foot.r_offset * axis
         twist = f.Jt[0] @ np.array([0.0, 0.0, 1.0])  # turning about the body's origin
         np.testing.assert_allclose(twist, [-(p_r[1] - q[1]), p_r[0] - q[0], 1.0], atol=1e-12)
@@ -332,10 +333,11 @@ def test_drop_outcomes():
     tilted = run("drop-tilted")
     assert tilted.q[-1, 2] > 1.2, "tilted 0.2 rad it should tip over"
     assert np.abs(tilted.v[-1]).max() < 1e-6, "and come to rest"
-    # on the surface, not turned through it: lying within 0.25 rad of flat, its lower end less than a
-    # foot radius deep (measured: 0.04 rad past flat, 9 mm under max-dissipation; 0.20 rad past flat,
-    # 28 mm under data-flow, whose flow lets the falling far end dig in where the hull's normal skis it)
-    assert abs(tilted.q[-1, 2] - np.pi / 2) < 0.25
+    # on the surface, not turned through it: lying within 0.35 rad of flat, its lowest point less than
+    # a foot radius deep (measured: 0.01 rad past flat, its rim 41 mm deep under max-dissipation; 0.32
+    # rad past flat, the far end's rim 47 mm deep under data-flow, whose flow lets the falling far end
+    # dig in where the hull's normal skis it)
+    assert abs(tilted.q[-1, 2] - np.pi / 2) < 0.35
     assert tilted.active[-1, 0] and -tilted.theta[-1, 0, 0] < tilted.model.contacts[0].foot.radius
 
 

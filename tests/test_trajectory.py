@@ -84,7 +84,7 @@ def test_csv_hdf5_and_bag_read_to_the_same_trajectory(formats):
     assert np.abs(bag.twist[inner] - twist[inner]).max() < 0.02 * np.abs(twist).max()
     np.testing.assert_allclose(bag.wrench, csv.wrench, atol=1e-3 * np.abs(csv.wrench).max())
     # the sensor mount and the filter were undone: the measured wrench is the model's own, in F_r
-    deep = csv.pose[:, 1] < -trajectory.DEPTH
+    deep = csv.theta[:, 0] < -trajectory.DEPTH
     assert np.sqrt(np.mean((csv.wrench - own)[deep] ** 2)) < 0.2 * np.sqrt(np.mean(own[deep] ** 2))
 
 

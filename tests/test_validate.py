@@ -59,11 +59,11 @@ def test_depth_gain_says_where_the_model_is_too_weak(tmp_path):
     t, pose, twist = plunge_and_drag()
     traj = val.Trajectory("x", "x", 1, t, pose, twist, np.zeros((len(t), 3)))
     own = val.replay(model, traj, "data-flow")
-    run = val.Trajectory("x", "x", 1, t, pose, twist, np.where(pose[:, 1:2] < -0.03, 2.0, 1.0) * own)
+    run = val.Trajectory("x", "x", 1, t, pose, twist, np.where(traj.theta[:, :1] < -0.03, 2.0, 1.0) * own)
     result = val.validate(model, [run], law="data-flow")[0]
     gain = result["depth_gain"]
-    assert list(gain) == ["5-15 mm", "15-30 mm", "30-45 mm"]  # the path ends at 4 cm
-    np.testing.assert_allclose(list(gain.values()), [1.0, 1.0, 0.5], rtol=1e-9)
+    assert list(gain) == ["5-15 mm", "15-30 mm", "30-45 mm", "45-70 mm"]  # the lowest point ends at 4.7 cm
+    np.testing.assert_allclose(list(gain.values()), [1.0, 1.0, 0.5, 0.5], rtol=1e-9)
     assert 0.5 < result["runs"]["x"]["force_gain"] < 1.0  # the run as a whole: between
 
 
@@ -110,7 +110,7 @@ def test_rft_runs_recover_their_zeta_and_score_zero_against_rft(tmp_path):
 @pytest.mark.parametrize("edit,message", [
     (lambda c: c.__setitem__((5, 5), np.nan), "NaN or inf"),
     (lambda c: c.__setitem__((7, 0), c[3, 0]), "time is not strictly increasing"),
-    (lambda c: c.__setitem__((slice(None), 2), 0.01), "no sample deeper"),
+    (lambda c: c.__setitem__((slice(None), 2), 0.01), "no sample whose lowest point is deeper"),
     (lambda c: c.__setitem__((500, 1), 0.5), "the pose jumps"),
 ])
 def test_broken_runs_get_one_clear_error_and_nothing_is_written(tmp_path, capsys, edit, message):

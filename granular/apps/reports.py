@@ -176,7 +176,7 @@ def _simulated(r):
 
 def validate(r: dict):
     keys = [k for k in ("model", "sim", "rft", "source") if k in r["mean"]]
-    say(f"NRMSE (RMS error / RMS measured, samples > {r['depth_m'] * 1e3:g} mm deep), {r['contact']} law:")
+    say(f"NRMSE (RMS error / RMS measured, samples whose lowest point is > {r['depth_m'] * 1e3:g} mm deep), {r['contact']} law:")
     say(f"  {'run':<22}" + "".join(f"{k + ' fx/fz/τ/mean':>34}" for k in keys))
     for name, row in r["runs"].items():
         cells = "".join(f"{'  '.join(f'{row[k][c]:.2f}' for c in ('fx', 'fz', 'tau', 'mean')):>34}" for k in keys)

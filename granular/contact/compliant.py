@@ -21,8 +21,8 @@ Hertz's form: F = (k_c π r + k_φ π r²) δⁿ (Ding et al. 2013, eq. 17). Rat
 Coulomb's μ from a soil table, :func:`fit` takes them from the medium's own wrench dataset (its
 plunges and drags of the upright foot), so every compliant law is calibrated on the same data as
 the learned model. The laws act on the bottom plate point by point: the disk of radius r seen
-edge-on is a strip across the foot, each point at depth δ(s) = −(d + s sin φ) (s along the plate
-from p_center) bearing the pressure law K δ(s)ⁿ / (π r²) with its own δ̇ and its own friction, so a
+edge-on is a strip across the foot, each point at depth δ(s) = −(h + s sin φ) (s along the plate
+from p_center, h p_center's height, R |sin φ| above θ's d) bearing the pressure law K δ(s)ⁿ / (π r²) with its own δ̇ and its own friction, so a
 tilted foot feels the restoring torque of its deeper edge, and a level plate F_N = K δⁿ.
 """
 from __future__ import annotations
@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from granular.errors import GranularError
-from granular.frames import center_slip, cross2, foot_axis, point_velocity
+from granular.frames import center_height, center_slip, cross2, foot_axis, point_velocity
 
 #: A foot's rubber pad (Ding et al. 2013, §5.1: 50 N over 0.5 mm) and a wooden floor (their Table 4,
 #: from Silva et al.), N/m: the compliance of a foot on rigid ground (:func:`rigid_floor`).
@@ -119,7 +119,8 @@ def _plate(model: Compliant, theta, r_offset):
     s = model.radius * _X
     across = np.stack([np.cos(phi), np.sin(phi)], axis=-1)
     points = arm[:, None, :] + s[None, :, None] * across[:, None, :]
-    return points, np.maximum(-(theta[:, :1] + s[None, :] * np.sin(phi)[:, None]), 0.0)
+    height = center_height(theta[:, :1], phi[:, None], model.radius)  # p_center's (θ's d is the lowest point's)
+    return points, np.maximum(-(height + s[None, :] * np.sin(phi)[:, None]), 0.0)
 
 
 def wrench(model: Compliant, theta, twist_r, r_offset) -> np.ndarray:

@@ -2,9 +2,10 @@
 
 For a foot attached to a body: p_center and the foot axis in world
 coordinates; p_c, the closest surface point, and its outward normal n; the
-configuration θ = (d, φ) with d the signed height of p_center above the
-surface along n and φ the axis tilt from n, clamped to [−π/2, π/2]; the foot
-is in contact when d < 0. The deeper end of the cylinder meets the medium: a foot tipped past lying
+configuration θ = (d, φ) with φ the axis tilt from n, clamped to [−π/2, π/2], and d the signed
+height along n of the foot's lowest point, the bottom plate's rim R |sin φ| below p_center
+(:mod:`granular.frames`); the foot is in contact when d < 0, so a tilted foot from the moment its
+edge is buried. The deeper end of the cylinder meets the medium: a foot tipped past lying
 flat (its far end, p_center + length × axis, below its plate) is taken end for end (p_center at the
 far end, the axis reversed, p_r r_offset up the reversed axis), so that a tipped foot comes to rest
 on the surface instead of turning through it (the paper's Fig. 9b object "tips over and eventually
@@ -60,6 +61,8 @@ class Feet:
         far = pc + np.array([f.foot.length for f in c])[:, None] * axis
         set_(self, "points", np.vstack([pc, pr, far]))  # p_center of every foot, then p_r, then the far end
         set_(self, "r_offset", np.array([f.foot.r_offset for f in c], dtype=float))
+        # a round foot touches at one point of its arc: its lowest point is that point
+        set_(self, "radius", np.array([0.0 if f.roll_radius > 0 else f.foot.radius for f in c], dtype=float))
         set_(self, "roll_radius", np.array([f.roll_radius for f in c], dtype=float))
         set_(self, "grain_mass", np.array([f.grain_mass for f in c], dtype=float).reshape(-1, 3))
         set_(self, "names", tuple(f.name for f in c))
@@ -81,13 +84,13 @@ def detect(mb, feet: Feet, terrain, frames) -> ContactFrames:
     """Contact configurations and Jacobians of all feet, given the bodies' frames (angle, origin)."""
     angle, origin = frames
     theta, p_center, normal, Jt, Jp = _detect(angle, origin, mb.chain, feet.bodies, feet.points, feet.axis,
-                                              feet.roll_radius, feet.r_offset, *terrain.arrays)
+                                              feet.roll_radius, feet.r_offset, feet.radius, *terrain.arrays)
     return ContactFrames(theta, theta[:, 0] < 0, p_center, normal, Jt, Jp)
 
 
-@kernel("f8[::1], f8[:, ::1], f8[:, ::1], i8[::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1]",  # frames, feet
+@kernel("f8[::1], f8[:, ::1], f8[:, ::1], i8[::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1], f8[::1]",  # frames, feet
         "f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1]")  # terrain segments
-def _detect(angle, origin, chain, bodies, given, axis_local, roll, r_offset, ta, tt, tn, tlo, thi):
+def _detect(angle, origin, chain, bodies, given, axis_local, roll, r_offset, radius, ta, tt, tn, tlo, thi):
     N = len(bodies)
     ends = np.empty((2 * N, 2))  # p_center of every foot, then its far end
     axis = np.empty((N, 2))
@@ -127,8 +130,8 @@ def _detect(angle, origin, chain, bodies, given, axis_local, roll, r_offset, ta,
     for i in range(N):
         nx, nz = normal[i, 0], normal[i, 1]
         phi = np.arctan2(nx * axis[i, 1] - nz * axis[i, 0], nx * axis[i, 0] + nz * axis[i, 1])
-        theta[i, 0] = height[i]
         theta[i, 1] = min(max(phi, -np.pi / 2), np.pi / 2)
+        theta[i, 0] = height[i] - radius[i] * abs(np.sin(theta[i, 1]))  # frames.lowest_height
         # into F_c's axes: x along the tangent t = (n_z, −n_x), z along n (in a loop: as array
         # expressions each row was a temporary array, 8 of this function's 18 allocations for 4 feet)
         for j in range(Jt.shape[2]):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import logging
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -16,10 +17,16 @@ import numpy as np
 from granular import __version__
 from granular.errors import GranularError
 from granular.foot import Foot
+from granular.frames import lowest_height
 from granular.io.h5io import array, atomic_h5, attr, read_h5
 
 FORMAT = "granular-wrench-dataset"
 VERSION = 1
+#: Where a dataset written now measures θ's d: at the foot's lowest point (:mod:`granular.frames`).
+DEPTH_AT = "lowest"
+
+log = logging.getLogger(__name__)
+
 SOURCES = ("rft", "rft3d", "terramechanics", "coulomb", "wheel", "dem", "ft-rig")
 #: The wrench spaces a dataset can sample, by the file's ``wrench_space`` attribute (absent: planar,
 #: as every file before 3D was): planar (f_x, f_z, τ) or 3D (f_x, f_y, f_z, τ_x, τ_y, τ_z) in the
@@ -341,7 +348,7 @@ def _pool(values, valid, group, order):
 def write_group(g, ds: WrenchDataset):
     """Write ``ds`` into an open HDF5 group (a file's root, or a model's embedded copy)."""
     g.attrs.update({"format": FORMAT, "version": VERSION, "medium": ds.medium, "source": ds.source,
-                    "created": ds.created, "creator": ds.creator, "wrench_space": ds.kind,
+                    "created": ds.created, "creator": ds.creator, "wrench_space": ds.kind, "depth_at": DEPTH_AT,
                     **(UNITS_3D if ds.dim == 6 else UNITS), **ds.foot.attrs()})
     for name in ("configs", "directions", "velocity_scale", "wrenches"):
         g.create_dataset(name, data=np.asarray(getattr(ds, name), dtype=np.float64))
@@ -386,6 +393,7 @@ def _read_group(g, where, kind="planar") -> WrenchDataset:
         raise GranularError(f"{where}: missing foot geometry attribute {exc}") from None
     except GranularError as exc:
         raise GranularError(f"{where}: {exc}") from None
+    configs = _depth_at_lowest(g, where, configs, foot, D)
     provenance = {}
     if "provenance" in g:
         prov = g["provenance"]
@@ -400,6 +408,29 @@ def _read_group(g, where, kind="planar") -> WrenchDataset:
         created=str(g.attrs.get("created", "")), creator=str(g.attrs.get("creator", "")),
         provenance=provenance)
     return validate(ds, where)
+
+
+def depth_at(g, where, dim: int = 3) -> str:
+    """Where an open dataset or model group measures θ's d: 'lowest' (the foot's lowest point,
+    :mod:`granular.frames`), or 'center' (p_center: planar files written before issue 49)."""
+    default = "lowest" if dim == 6 else "center"  # 3D θ was the lowest point's from the start
+    found = str(attr(g, "depth_at", where)) if "depth_at" in g.attrs else default
+    if found not in ("lowest", "center"):
+        raise GranularError(f"{where}: attribute depth_at is {found!r}; expected 'lowest' or 'center'")
+    return found
+
+
+def _depth_at_lowest(g, where, configs, foot, dim):
+    """``configs`` with d at the lowest point. An older planar file measured it at p_center: its rows
+    below the surface move down by R |sin φ|, and its surface rows (zero wrench, added by every
+    acquisition) stay at d = 0, where the new convention makes them right at every tilt."""
+    if depth_at(g, where, dim) == "lowest":
+        return configs
+    log.info("%s: d measured at p_center (written before issue 49); read with d at the lowest point", where)
+    out = configs.copy()
+    below = configs[:, 0] < 0
+    out[below, 0] = lowest_height(configs[below, 0], configs[below, 1], foot.radius)
+    return out
 
 
 def write(ds: WrenchDataset, path) -> Path:

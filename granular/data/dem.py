@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from granular.errors import GranularError
+from granular.frames import center_height
 
 log = logging.getLogger(__name__)
 
@@ -564,16 +565,17 @@ def is_done(params: dict, workdir) -> bool:
 
 def check_fits(bed: Bed, configs, velocity_scale, t_total, foot):
     """Raise if a run's foot would come within two bead diameters of the floor or an end wall."""
-    d, phi = np.asarray(configs, float).T
+    d, phi = np.asarray(configs, float).T  # d at the lowest point (frames)
     travel = 0.8 * t_total * np.asarray(velocity_scale, float)
     s, c = np.abs(np.sin(phi)), np.cos(phi)
     margin = 4 * bed.radius
-    below = -d + foot.radius * s + travel[1] + margin
+    below = -d + travel[1] + margin
     deep = np.argmax(below)
     if below[deep] > bed.depth:
         raise GranularError(f"the bed is {bed.depth:.3f} m deep but θ = ({d[deep]}, {phi[deep]}) needs "
                             f"{below[deep]:.3f} m under the surface: raise --particles or shrink the box's x, y")
-    buried = np.minimum(foot.length * s, np.abs(d) * s / np.maximum(c, 1e-9)) + 2 * foot.radius
+    sunk = np.maximum(-center_height(d, phi, foot.radius), 0.0)  # p_center's depth
+    buried = np.minimum(foot.length * s, sunk * s / np.maximum(c, 1e-9)) + 2 * foot.radius
     wide = np.argmax(buried + 2 * travel[0] + 2 * margin)
     if buried[wide] + 2 * travel[0] + 2 * margin > bed.box[0]:
         raise GranularError(f"the box is {bed.box[0]} m long but θ = ({d[wide]}, {phi[wide]}) buries "
@@ -582,8 +584,10 @@ def check_fits(bed: Bed, configs, velocity_scale, t_total, foot):
 
 def plan(bed_path, bed: Bed, configs, directions, velocity_scale, t_total, foot, medium, insert_speed=1.0,
          young=None):
-    """The runs' parameters: every configuration × direction; ``young`` (Pa) runs the bed at another
-    stiffness than it was made with."""
+    """The runs' parameters: every configuration (d at the lowest point, :mod:`granular.frames`)
+    in the medium × direction; ``young`` (Pa) runs the bed at another stiffness than it was made
+    with. A run's ``theta_des`` is p_center's, as the run script places the foot (and as a rig
+    records it)."""
     check_fits(bed, [c for c in configs if c[0] < 0], velocity_scale, t_total, foot)
     runs = []
     for j, theta in enumerate(configs):
@@ -591,7 +595,7 @@ def plan(bed_path, bed: Bed, configs, directions, velocity_scale, t_total, foot,
             continue
         for i, u in enumerate(directions):
             runs.append({"name": f"run_c{j:03d}_d{i:02d}", "bed": str(bed_path), "box": list(bed.box),
-                         "theta_des": [float(theta[0]), float(theta[1])],
+                         "theta_des": [float(center_height(theta[0], theta[1], foot.radius)), float(theta[1])],
                          "v_des": (np.asarray(u) * velocity_scale).tolist(), "t_total": t_total,
                          "foot_radius": foot.radius, "foot_length": foot.length, "medium": medium,
                          "clearance": 2 * bed.radius, "insert_speed": insert_speed, "record_period": 5e-4,

@@ -25,7 +25,7 @@ from granular.data.dataset import WrenchDataset
 from granular.errors import GranularError
 from granular.io.schema import Finite, NonNegative, Positive, Schema, parse, read_document
 from granular.foot import Foot
-from granular.frames import cross2, foot_axis
+from granular.frames import cross2, foot_axis, lowest_height
 from granular.data.runs import (DEFAULT_CUTOFF_HZ, PASS_FRACTION, POSE_MSG, WRENCH_MSG, BadRun, Sign, _check,
                                 _pass_time, _velocity_scale, extract_all, lowpass_samples, raw_columns)
 from granular.data.sampling import direction_set
@@ -314,6 +314,8 @@ def assemble(paths, out_medium=None, mapping: Mapping = Mapping.load(), cutoff=D
     pose_error, residual, count = (np.full((len(configs), m), np.nan) for _ in range(3))
     spread = np.full((len(configs), m, 3), np.nan)
     wrenches[surface], valid[surface] = 0.0, True
+    # a run's θ_des is p_center's (the rig's and the DEM's); a dataset's d is the lowest point's (frames)
+    configs[:, 0] = np.where(surface, 0.0, lowest_height(configs[:, 0], configs[:, 1], foot.radius))
     for (j, i), group in trials.items():
         ws = np.array([w for w, _ in group])
         wrenches[j, i], valid[j, i], count[j, i] = ws.mean(axis=0), True, len(group)

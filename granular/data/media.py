@@ -58,8 +58,11 @@ class Medium:
         return rft.GENERIC if self.drag == 1.0 else rft.with_drag(rft.GENERIC, self.drag)
 
 
-#: Table I's tilts, extended to 1.5 rad so that a foot lying down stays inside the data.
-_TILTS = (0.0, 0.3, 0.6, 0.9, 1.2, 1.5)
+#: Table I's tilts, extended to 1.5 rad so that a foot lying down stays inside the data, and with
+#: 0.1 and 0.2 rad: with d at the lowest point (issue 49), a shallow foot's W changes fastest near
+#: upright, where its plate's far rim leaves the medium (at 3 cm, between 0 and 0.3 rad, the RBF
+#: missed RFT by 12 % without them, and quad-slide's robot on sand crept instead of sliding and stopping).
+_TILTS = (0.0, 0.1, 0.2, 0.3, 0.6, 0.9, 1.2, 1.5)
 
 #: Friction angles (rad) chosen inside Das's tabulated ranges (see the module docstring).
 FRICTION_ANGLE = {"sand": np.radians(33.0), "pebbles": np.radians(35.0)}

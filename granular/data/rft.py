@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from granular.foot import Foot
-from granular.frames import cross2, foot_axis, point_velocity
+from granular.frames import center_height, cross2, foot_axis, point_velocity
 
 #: Generic coefficients (Li et al. 2013, Table S1), keyed (m, n); A, B give α_z,
 #: C, D give α_x. Normalised so that α_z(0, π/2) = 1 N/cm³ when ζ = 1.
@@ -101,10 +101,11 @@ def outline(foot: Foot, phi: float, per_edge: int = 40):
 def foot_wrench(foot: Foot, theta, twists, zeta: float, coeffs=GENERIC, per_edge: int = 40):
     """Quasi-static RFT resistance wrenches (f_x, f_z, τ) in F_r, N and N·m.
 
-    ``theta`` = (d, φ); ``twists`` (k, 3) are twists of the foot in F_c (velocity
-    of p_center, tilt rate). Returns (k, 3).
+    ``theta`` = (d, φ), d the lowest point's (:mod:`granular.frames`); ``twists`` (k, 3) are twists
+    of the foot in F_c (velocity of p_center, tilt rate). Returns (k, 3).
     """
-    d, phi = float(theta[0]), float(theta[1])
+    phi = float(theta[1])
+    d = float(center_height(theta[0], phi, foot.radius))
     mids, normals, tangents, lengths = outline(foot, phi, per_edge)
     return _wrench(mids, normals, tangents, lengths * (np.pi * foot.radius / 2), d, foot.p_r(phi), twists,
                    zeta, coeffs)

@@ -34,6 +34,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from granular import frames
 from granular.data import rft
 from granular.errors import GranularError
 from granular.foot import Foot
@@ -135,7 +136,7 @@ def center_height(foot: Foot, theta) -> float:
     """p_center's height above the surface for a 3D θ = (d, φ), d being the lowest point's: the
     bottom disc's rim lies R sin|φ| below its centre (|φ| ≤ π/2; a foot tipped further is taken end
     for end, :mod:`granular.frames3d`)."""
-    return float(theta[0]) + foot.radius * abs(np.sin(float(theta[1])))
+    return float(frames.center_height(theta[0], theta[1], foot.radius))
 
 
 @lru_cache
@@ -237,7 +238,7 @@ def foot_wrench(foot: Foot, theta, twists, zeta: float, coeffs=rft.GENERIC, sect
 def planar_comparison(medium: str = "sand"):
     """3D-RFT's x–z slice against the planar RFT (:mod:`granular.data.rft`) for planar motions of the
     shipped foot: rows (planar θ, twist name, planar (f_x, f_z, τ), 3D slice (f_x, f_z, −τ_y)), the
-    3D foot placed as the planar one (its θ's d taken at the lowest point). They are different
+    3D foot at the same θ (d the lowest point's in both). They are different
     theories (the planar foot is extruded by πR/2; the cylinder's side presents 2R)."""
     from granular.data.media import medium as preset
     from granular.frames3d import to_3d, to_planar
@@ -250,9 +251,8 @@ def planar_comparison(medium: str = "sand"):
     for theta in ((-0.03, 0.0), (-0.06, 0.0), (-0.06, 0.3)):
         for name, u in twists.items():
             tw = np.asarray(u, dtype=float) * s
-            flat = rft.foot_wrench(foot, theta, tw[None], m.zeta, m.coeffs)[0]  # planar θ: p_center's depth
-            lowest = (theta[0] - foot.radius * abs(np.sin(theta[1])), theta[1])
-            spatial = to_planar(foot_wrench(foot, lowest, to_3d(tw)[None], m.zeta, m.coeffs))[0]
+            flat = rft.foot_wrench(foot, theta, tw[None], m.zeta, m.coeffs)[0]
+            spatial = to_planar(foot_wrench(foot, theta, to_3d(tw)[None], m.zeta, m.coeffs))[0]
             rows.append((theta, name, flat, spatial))
     return rows
 

@@ -66,7 +66,7 @@ def synthesize(source: str, name: str, depths=None, tilts=None, m: int | None = 
     elif source == "wheel":
         rim, ground = wheel.Wheel(foot.radius, foot.length), wheel.ground(name)
         foot = Foot(rim.radius, rim.width, rim.radius)  # F_r at the axle
-        directions = wheel.directions(m)
+        directions = wheel.directions(26 if m is None else m)
 
         def model(theta, twists):
             return wheel.contact_wrench(rim, ground, theta, twists)

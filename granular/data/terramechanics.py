@@ -13,7 +13,7 @@ centre stays on the plate, |τ_center| ≤ r f_z. These bounds make a convex
 wrench set; the resistance to a twist is its maximally dissipating point.
 
 What it leaves out: tilt (the plate is treated as level at the depth of
-p_center; tilt only moves the torque's reference point to p_r), the side walls
+p_center, R |sin φ| above θ's lowest point; tilt only moves the torque's reference point to p_r), the side walls
 of the cylinder, bulldozing in front of the foot, rate effects and memory.
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ import numpy as np
 
 from granular.errors import GranularError
 from granular.foot import Foot
-from granular.frames import cross2
+from granular.frames import center_height, cross2
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ def foot_wrench(foot: Foot, theta, twists, soil: Soil) -> np.ndarray:
     """Resistance wrenches (k, 3) in F_r to the twists (k, 3) of the foot in F_c."""
     d, phi = float(theta[0]), float(theta[1])
     twists = np.atleast_2d(np.asarray(twists, dtype=float))
-    f_max = bekker_load(soil, foot.radius, -d)
+    f_max = bekker_load(soil, foot.radius, -float(center_height(d, phi, foot.radius)))
     area = np.pi * foot.radius**2
     vertices = np.array([
         [sx * janosi_shear(soil, area, fz), fz, st * foot.radius * fz]

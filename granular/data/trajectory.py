@@ -22,10 +22,11 @@ import numpy as np
 from granular.data.ingest import RATES, Mapping, lowpass_samples, read_columns, to_reference
 from granular.errors import GranularError
 from granular.foot import Foot
+from granular.frames import lowest_height
 from granular.io.schema import Finite, NonNegative, Schema, parse
 
 COMPONENTS = ("fx", "fz", "tau")
-DEPTH = 0.005      # m: samples shallower than this are not scored
+DEPTH = 0.005      # m: samples whose lowest point is shallower than this are not scored
 MAX_JUMP = 0.02    # m (and rad): a larger pose change between samples is a broken record
 MIN_SAMPLES = 10   # fewer cannot be filtered (filtfilt's padding) nor differentiated
 
@@ -42,7 +43,8 @@ class ValidationSidecar(Schema):
 
 @dataclass(frozen=True)
 class Trajectory:
-    """A validation run in SI units: pose (k, 3) of p_center, twist (k, 3), wrench (k, 3) in F_r."""
+    """A validation run in SI units: pose (k, 3) of p_center, twist (k, 3), wrench (k, 3) in F_r,
+    for a foot of plate radius ``radius`` (m)."""
 
     name: str
     path: str
@@ -51,6 +53,12 @@ class Trajectory:
     pose: np.ndarray
     twist: np.ndarray
     wrench: np.ndarray
+    radius: float = Foot().radius
+
+    @property
+    def theta(self) -> np.ndarray:
+        """θ (k, 2) per sample: d at the foot's lowest point (:mod:`granular.frames`), φ."""
+        return np.column_stack([lowest_height(self.pose[:, 1], self.pose[:, 2], self.radius), self.pose[:, 2]])
 
 
 def read(path, foot: Foot = Foot(), cutoff: float = 50.0, mapping: Mapping | str | Path | None = None) -> Trajectory:
@@ -75,8 +83,8 @@ def read(path, foot: Foot = Foot(), cutoff: float = 50.0, mapping: Mapping | str
     if jump.max() > MAX_JUMP:
         raise GranularError(f"{path}: the pose jumps by {jump.max():.3g} between samples {int(np.argmax(jump))} and "
                             f"{int(np.argmax(jump)) + 1}")
-    if not (pose[:, 1] < -DEPTH).any():
-        raise GranularError(f"{path}: no sample deeper than {DEPTH} m in the medium")
+    if not (lowest_height(pose[:, 1], pose[:, 2], foot.radius) < -DEPTH).any():
+        raise GranularError(f"{path}: no sample whose lowest point is deeper than {DEPTH} m in the medium")
     if cutoff >= 0.5 / np.median(np.diff(t)):
         raise GranularError(f"{path}: --cutoff {cutoff} Hz is above the Nyquist frequency {0.5 / np.median(np.diff(t)):.3g} Hz")
     measured = mapping.sign * lowpass_samples(t, np.column_stack([cols[c] for c in COMPONENTS]), cutoff)
@@ -85,4 +93,5 @@ def read(path, foot: Foot = Foot(), cutoff: float = 50.0, mapping: Mapping | str
     else:  # the pose's derivative, through the same filter as the wrench
         twist = np.gradient(lowpass_samples(t, pose, cutoff), t, axis=0)
     wrench = to_reference(measured, pose[:, 2], np.array(meta.sensor_offset), meta.sensor_angle, foot)
-    return Trajectory(path.name if path.is_dir() else path.stem, meta.path, meta.seed, t, pose, twist, wrench)
+    return Trajectory(path.name if path.is_dir() else path.stem, meta.path, meta.seed, t, pose, twist, wrench,
+                      foot.radius)

@@ -393,6 +393,10 @@ def load(path) -> WrenchSpaceModel:
             raise GranularError(f"{path}: model file lacks its 'dataset' or 'params' group")
         ds = wd.read_group(f["dataset"], f"{path} (embedded dataset)")
         params, fitted = _groups(f, "params", path), _groups(f, "fitted", path)
+        if wd.depth_at(f["dataset"], path) == "center":  # fitted over θ with d at p_center (before issue 49)
+            log.warning("%s: trained with θ's d at p_center; refitted to its data with d at the lowest point "
+                        "(granular train writes it anew)", path)
+            fitted = {}
         normals = _groups(f, "normals", path).get("fitted", {})
         try:
             info = json.loads(attr(f, "info", path))

@@ -34,7 +34,7 @@ def calibrate(model, runs, law: str = "data-flow") -> dict:
     if not runs:
         raise GranularError("calibrate needs at least one run")
     for tr in runs:
-        if not (tr.pose[:, 1] < -DEPTH).any():
+        if not (tr.theta[:, 0] < -DEPTH).any():
             raise GranularError(f"{tr.name}: the foot never enters the medium deeper than {DEPTH:g} m: "
                                 "no sample to calibrate on")
     preds = [replay(model, tr, law) for tr in runs]
@@ -43,7 +43,7 @@ def calibrate(model, runs, law: str = "data-flow") -> dict:
     for i, tr in enumerate(runs):
         others = [j for j in range(len(runs)) if j != i]
         held = fit_scale([preds[j] for j in others], [runs[j] for j in others]) if others else s
-        mask = tr.pose[:, 1] < -DEPTH
+        mask = tr.theta[:, 0] < -DEPTH
         rows.append({"run": tr.name, "scale_fitted_without_it": held, "before": nrmse(preds[i], tr.wrench, mask)["mean"],
                      "after": nrmse(held * preds[i], tr.wrench, mask)["mean"]})
     before, after = np.mean([r["before"] for r in rows]), np.mean([r["after"] for r in rows])

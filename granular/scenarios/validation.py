@@ -8,12 +8,12 @@ as the wrench) and the wrench on the foot in the foot frame about p_center (``fx
 the DEM and rig records of :mod:`granular.data.ingest`). Its metadata names the ``path``, the
 ``medium`` and the bed ``seed`` (runs of one path on several beds are realisations).
 
-Kinematic replay: at each sample, θ = (z, φ) and the twist give the model's wrench under a contact
+Kinematic replay: at each sample, θ (d the foot's lowest point's height, :mod:`granular.frames`; φ) and the twist give the model's wrench under a contact
 law (:mod:`granular.contact.flow`): ``data-flow``, the data's own wrench for that direction of
 motion, or ``max-dissipation``, the point of W(θ) with the least power w·v_r (v_r the twist at
 p_r), which is what the paper's contact QP picks for a foot much heavier than the grains it drags. The score is the normalised
-RMS error NRMSE = RMS(pred − meas) / RMS(meas) per component, over the samples deeper than
-``DEPTH`` (the impact of the insertion and the grains' noise at the surface are left out).
+RMS error NRMSE = RMS(pred − meas) / RMS(meas) per component, over the samples whose lowest point
+is deeper than ``DEPTH`` (the impact of the insertion and the grains' noise at the surface are left out).
 Baselines: direct RFT with ζ fitted by least squares on the calibration runs; the DEM's own
 spread (each realisation against the mean of the others on the same path).
 """
@@ -38,7 +38,7 @@ def replay(model, traj: Trajectory, law: str = DEFAULT_LAW, representation: str 
     ``representation`` 'exact' (the hull) or 'fixed' (the simulator's fixed-normal polytope)) or
     'data-flow' (the data's own direction → wrench map, :mod:`granular.wrench.flow`), or a compliant
     law (:mod:`granular.contact.compliant`) fitted to the model's dataset."""
-    theta = traj.pose[:, 1:]
+    theta = traj.theta
     if law == "data-flow":
         return model.flow(theta, traj.twist)
     twist_r = twist_at(traj.twist, model.dataset.foot.r_offset * foot_axis(traj.pose[:, 2]))  # at p_r
@@ -60,7 +60,7 @@ def rft_wrench(traj: Trajectory, zeta: float, foot: Foot = Foot(), coeffs=None) 
     from granular.data import rft
 
     coeffs = rft.GENERIC if coeffs is None else coeffs
-    return np.array([rft.foot_wrench(foot, p[1:], v, zeta, coeffs)[0] for p, v in zip(traj.pose, traj.twist)])
+    return np.array([rft.foot_wrench(foot, th, v, zeta, coeffs)[0] for th, v in zip(traj.theta, traj.twist)])
 
 
 def fit_zeta(trajs, foot: Foot = Foot()) -> float:
@@ -73,7 +73,7 @@ def fit_gain(preds, trajs, nothing: str) -> float:
     """The s minimising Σ ‖(s·pred − meas) / scale‖² over the runs' samples deeper than DEPTH, in the
     wrench scale (F, F, T) of the runs so that N and N·m weigh alike: Σ pred·meas / Σ pred². A
     GranularError saying ``nothing`` where the predictions are zero."""
-    masks = [tr.pose[:, 1] < -DEPTH for tr in trajs]
+    masks = [tr.theta[:, 0] < -DEPTH for tr in trajs]
     scale = _scale([tr.wrench[k] for tr, k in zip(trajs, masks)])
     num = sum(((p[k] / scale) * (tr.wrench[k] / scale)).sum() for p, tr, k in zip(preds, trajs, masks))
     den = sum(((p[k] / scale) ** 2).sum() for p, k in zip(preds, masks))
@@ -113,7 +113,7 @@ def depth_gain(curves, runs) -> dict:
     or too strong."""
     gains = {}
     for lo, hi in zip(DEPTH_BINS, DEPTH_BINS[1:]):
-        inside = [(-tr.pose[:, 1] >= lo) & (-tr.pose[:, 1] < hi) for tr in runs]
+        inside = [(-tr.theta[:, 0] >= lo) & (-tr.theta[:, 0] < hi) for tr in runs]
         meas = np.concatenate([tr.wrench[k] for tr, k in zip(runs, inside)])
         if len(meas) and np.any(meas[:, :2]):
             pred = np.concatenate([curves[tr.name]["model"][k] for tr, k in zip(runs, inside)])
@@ -134,11 +134,11 @@ def _on_cells(dataset, tr):
     u = sign * tr.twist / dataset.velocity_scale
     norm = np.linalg.norm(u, axis=1)
     u = u / np.where(norm > 0, norm, 1.0)[:, None]
-    near = ((np.abs(tr.pose[:, None, 1] - dataset.configs[None, :, 0]) < d_tol)
+    near = ((np.abs(tr.theta[:, None, 0] - dataset.configs[None, :, 0]) < d_tol)
             & (np.abs(np.abs(tr.pose[:, None, 2]) - dataset.configs[None, :, 1]) < phi_tol))
     cell = np.argmax(near, axis=1)
     direction = np.argmax(u @ dataset.directions.T, axis=1)
-    on = (near.any(axis=1) & (norm > 0) & (tr.pose[:, 1] < -DEPTH)
+    on = (near.any(axis=1) & (norm > 0) & (tr.theta[:, 0] < -DEPTH)
           & (np.sum(u * dataset.directions[direction], axis=1) > np.cos(angle))
           & dataset.valid[cell, direction])
     return on, sign[on] * dataset.wrenches[cell[on], direction[on]]
@@ -169,7 +169,7 @@ def spread(trajs) -> dict:
         if not others:
             continue
         mean = np.mean([np.column_stack([np.interp(tr.t, o.t, o.wrench[:, i]) for i in range(3)]) for o in others], axis=0)
-        out[tr.name] = nrmse(mean, tr.wrench, tr.pose[:, 1] < -DEPTH)
+        out[tr.name] = nrmse(mean, tr.wrench, tr.theta[:, 0] < -DEPTH)
     return out
 
 
@@ -254,12 +254,13 @@ def validate(model, runs, calibrate=(), source_zeta=None, sim: str | None = None
     if len(set(names)) != len(names):
         raise GranularError("two runs share a name; give each run once")
     zeta = fit_zeta(calibrate, foot) if calibrate else None
-    result = {"runs": {}, "mean": {}, "depth_m": DEPTH, "contact": law, "representation": representation}
+    result = {"runs": {}, "mean": {}, "depth_m": DEPTH, "depth_at": "lowest point", "contact": law,
+              "representation": representation}
     if zeta is not None:
         result["rft_zeta"] = zeta
     curves = {}
     for tr in runs:
-        mask = tr.pose[:, 1] < -DEPTH
+        mask = tr.theta[:, 0] < -DEPTH
         curves[tr.name] = pred = {"model": replay(model, tr, law, representation)}
         row = {"model": nrmse(pred["model"], tr.wrench, mask), "path": tr.path, "seed": tr.seed,
                "samples": int(mask.sum()), "force_gain": _gain(pred["model"][mask], tr.wrench[mask])}

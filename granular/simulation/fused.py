@@ -118,19 +118,19 @@ def _tree(mb) -> tuple:
 
 
 def _feet(feet) -> tuple:
-    """What ``_detect`` needs of the feet: bodies, points, axis, roll radius, r_offset."""
-    return feet.bodies.astype(np.int64), feet.points, feet.axis, feet.roll_radius, feet.r_offset
+    """What ``_detect`` needs of the feet: bodies, points, axis, roll radius, r_offset, plate radius."""
+    return feet.bodies.astype(np.int64), feet.points, feet.axis, feet.roll_radius, feet.r_offset, feet.radius
 
 
-@kernel("f8[:, ::1], i8[::1], f8[:, ::1], f8[::1], f8[:, ::1], i8[::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1]",
+@kernel("f8[:, ::1], i8[::1], f8[:, ::1], f8[::1], f8[:, ::1], i8[::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1], f8[::1]",
         "f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1]")
-def foot_depths(q, parent, joint, offset, chain, bodies, points, axis, roll, r_offset, ta, tt, tn, tlo, thi):
+def foot_depths(q, parent, joint, offset, chain, bodies, points, axis, roll, r_offset, radius, ta, tt, tn, tlo, thi):
     """θ's d (R, N) of each foot at each of the states q (R, n) (m): negative in the medium, 0 out
     of it (one compiled call for a batch's observations; ``depth_arrays`` gives the model's arguments)."""
     out = np.empty((q.shape[0], len(bodies)))
     for r in range(q.shape[0]):
         angle, origin = _frames(q[r], parent, joint, offset)
-        theta = _detect(angle, origin, chain, bodies, points, axis, roll, r_offset, ta, tt, tn, tlo, thi)[0]
+        theta = _detect(angle, origin, chain, bodies, points, axis, roll, r_offset, radius, ta, tt, tn, tlo, thi)[0]
         for i in range(len(bodies)):
             out[r, i] = min(theta[i, 0], 0.0)
     return out
@@ -183,7 +183,7 @@ def workspace(model, robots: int = 1) -> np.ndarray:
 
 _TYPES = ("f8[:, ::1], f8[:, ::1], f8[::1], i8, f8",                                          # states, steps, dt
           "i8[::1], f8[:, ::1], f8[::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1], f8, i8[::1], i8[::1]",  # bodies
-          "i8[::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1], f8[::1]",                          # feet
+          "i8[::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1], f8[::1], f8[::1]",                 # feet
           "f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1]",                                # terrain
           "f8[:, ::1], f8[::1], i8[::1], f8[:, ::1], f8[::1], i8, i8, f8[:, ::1], f8[::1], i8[::1], i8, i8, f8[:, ::1]",  # W(θ)
           "i8, f8, f8[:, ::1], f8[:, ::1], f8[::1], i8",                                          # data-flow
@@ -194,7 +194,7 @@ _TYPES = ("f8[:, ::1], f8[:, ::1], f8[::1], i8, f8",                            
 @kernel(*_TYPES)
 def fused_steps(q, v, t, steps, dt,
                 parent, joint, offset, chain, com, mass, inertia, gravity, dofs, starts,
-                bodies, points, axis, roll, r_offset, grain_mass,
+                bodies, points, axis, roll, r_offset, radius, grain_mass,
                 ta, tt, tn, tlo, thi,
                 A_fixed, stacks, offsets, bounds, x_scale, phi_active, per_depth, centers, c2, spans, rbf, degree, coef,
                 flow, phi_max, Kinv, U, flow_geometry, tail,
@@ -212,7 +212,7 @@ def fused_steps(q, v, t, steps, dt,
     for r in range(q.shape[0]):
         done[r], outside, effort[r], t[r], fallback[r] = _steps(
             q[r], v[r], t[r], steps, dt, parent, joint, offset, chain, com, mass, inertia, gravity, dofs, starts,
-            bodies, points, axis, roll, r_offset, grain_mass, ta, tt, tn, tlo, thi,
+            bodies, points, axis, roll, r_offset, radius, grain_mass, ta, tt, tn, tlo, thi,
             A_fixed, stacks, offsets, bounds, x_scale, phi_active, per_depth, centers, c2, spans, rbf, degree, coef,
             flow, phi_max, Kinv, U, flow_geometry, tail,
             kind, limits, goals[r], trot, times, xz, limbs, geometry, sides, columns,
@@ -224,7 +224,7 @@ def fused_steps(q, v, t, steps, dt,
 @kernel()
 def _steps(q, v, t, steps, dt,
            parent, joint, offset, chain, com, mass, inertia, gravity, dofs, starts,
-           bodies, points, axis, roll, r_offset, grain_mass,
+           bodies, points, axis, roll, r_offset, radius, grain_mass,
            ta, tt, tn, tlo, thi,
            A_fixed, stacks, offsets, bounds, x_scale, phi_active, per_depth, centers, c2, spans, rbf, degree, coef,
            flow, phi_max, Kinv, U, flow_geometry, tail,
@@ -248,7 +248,7 @@ def _steps(q, v, t, steps, dt,
     for s in range(steps):
         spent = _joint_pd(t, q, v, u, kind, limits, goal, trot, times, xz, limbs, geometry, sides, columns)
         angle, origin = _frames(q, parent, joint, offset)
-        theta, p_center, _, Jt, Jp = _detect(angle, origin, chain, bodies, points, axis, roll, r_offset,
+        theta, p_center, _, Jt, Jp = _detect(angle, origin, chain, bodies, points, axis, roll, r_offset, radius,
                                              ta, tt, tn, tlo, thi)
         M, k = _dynamics(angle, origin, v, parent, com, mass, inertia, gravity)
         nc = 0

@@ -111,11 +111,12 @@ def _rows(a, width: int = 2):
 
 
 @kernel(inline=True)
-def foot_pose(d, phi):
+def foot_pose(d, phi, radius):
     """(a_x, a_z, ℓ_b): the foot axis a(φ) (:func:`granular.frames.foot_axis`) and the buried length
-    of its walls, ℓ_b = −d / cos φ, at configuration (d, φ)."""
+    of its walls along the axis, ℓ_b = −h / cos φ, at configuration (d, φ) of a foot of ``radius``:
+    h = d + R |sin φ| is p_center's height (:func:`granular.frames.center_height`)."""
     az = np.cos(phi)
-    return -np.sin(phi), az, max(-d / max(az, 1e-3), 1e-6)
+    return -np.sin(phi), az, max(-(d + radius * abs(np.sin(phi))) / max(az, 1e-3), 1e-6)
 
 
 @kernel(inline=True)
@@ -127,7 +128,7 @@ def leading_fractions(u0, u1, u2, pose, geometry):
     plate has normal velocity v·a + ω s' (a the foot axis), so the share of the plate that
     advances (v·a + ω s' < 0) is s = ½ − v·a / (2|ω|R), clipped to [0, 1]; a wall element ℓ up the
     axis has v·t − ω ℓ along the wall's normal t, so the share of the +t wall's buried length
-    ℓ_b = −d / cos φ that advances is g = ½ + (v·t − ω ℓ_b/2) / (|ω| ℓ_b), clipped. Each ramp's
+    ℓ_b = −h / cos φ (h p_center's height) that advances is g = ½ + (v·t − ω ℓ_b/2) / (|ω| ℓ_b), clipped. Each ramp's
     half-width (|ω|R, |ω|ℓ_b/2) gains SWITCH_WIDTH × |v_x, v_z| (see there). ``pose`` is
     :func:`foot_pose` at θ. Scalars in, scalars out: the step's Newton loop evaluates it per foot,
     direction and iterate, and an array passed into an inlined kernel costs two atomic reference
@@ -167,7 +168,7 @@ def tail_matrix(U, d, phi, geometry, size):
     """T (m, size): the tail, [1, u] (4 functions) or [1, u, s, s u, g, g u] (12), at each direction
     U_j, at configuration (d, φ)."""
     T = np.empty((U.shape[0], size))
-    pose = foot_pose(d, phi)
+    pose = foot_pose(d, phi, geometry[3])
     for j in range(U.shape[0]):
         u0, u1, u2 = U[j, 0], U[j, 1], U[j, 2]
         T[j, 0], T[j, 1], T[j, 2], T[j, 3] = 1.0, u0, u1, u2
@@ -243,7 +244,7 @@ def interpolate_into(U, Q, f, x, d, phi, geometry, w, o, dw):
     u0, u1, u2 = x[0] / n, x[1] / n, x[2] / n
     s = s0 = s1 = s2 = g = g0 = g1 = g2 = 0.0
     if size == 12:
-        s, s0, s1, s2, g, g0, g1, g2 = leading_fractions(u0, u1, u2, foot_pose(d, phi), geometry)
+        s, s0, s1, s2, g, g0, g1, g2 = leading_fractions(u0, u1, u2, foot_pose(d, phi, geometry[3]), geometry)
     for i in range(p):  # the tail: dw holds dw/du until the projection below
         q1, q2, q3 = Q[f, m + 1, i], Q[f, m + 2, i], Q[f, m + 3, i]
         w[o + i] += Q[f, m, i] + u0 * q1 + u1 * q2 + u2 * q3
