@@ -81,7 +81,7 @@ def test_pebbles_resist_more_than_sand(sand, pebbles):
 def test_pebbles_differ_from_sand_in_shape(pebbles):
     """Pebbles' α_x is κ times the generic one at the same α_z (media.py): f_x grows by κ, f_z not."""
     preset = medium("pebbles")
-    assert preset.drag == pytest.approx(np.tan(np.radians(35)) / np.tan(np.radians(33)))
+    assert preset.drag == pytest.approx(np.tan(np.radians(40)) / np.tan(np.radians(33)))
     assert medium("sand").drag == 1.0 and medium("sand").coeffs is rft.GENERIC
     tw = twists()
     for theta in ((-0.03, 0.0), (-0.045, 0.6)):

@@ -198,10 +198,13 @@ def test_cv_noise_budget_is_the_error_of_a_smooth_medium_at_the_data_noise(sand)
     smooth = np.where(noise.ok[..., None], truth.points(sand.configs), w)
     scale = wm.wrench_scale(noisy)
     for extra in (0, 2):
-        syn = training._synthetic(noisy, smooth, noise, extra, rng.standard_normal(w.shape))
-        added = (((syn.wrenches - smooth) / scale) ** 2).sum(axis=-1)[noise.ok].sum()
+        # one draw's sum of squares spreads by 9–15 % (a few large samples dominate it): 20 draws, ~3 %
+        added = []
+        for _ in range(20):
+            syn = training._synthetic(noisy, smooth, noise, extra, rng.standard_normal(w.shape))
+            added.append((((syn.wrenches - smooth) / scale) ** 2).sum(axis=-1)[noise.ok].sum())
         expected = (noise.single / (noise.beds + extra))[noise.ok].sum()
-        assert added == pytest.approx(expected, rel=0.1)
+        assert np.mean(added) == pytest.approx(expected, rel=0.1)
         own = wm.wrench_scale(syn)  # the floor's scale is the data's own
         ratio = ((scale / own) ** 2).sum() / 3
         floor = np.sqrt(expected * ratio / (((syn.wrenches / own) ** 2).sum(axis=-1)[noise.ok].sum()))

@@ -23,14 +23,16 @@ are the two angles, picked inside the ranges of the typical drained friction
 angles tabulated in Das, *Principles of Geotechnical Engineering* (table
 "Typical values of drained angle of friction for sands and silts"; its number
 varies by edition): sand with rounded grains, medium dense, 30–35° → ϕ_sand =
-33°; gravel with some sand, 34–48° (water-worn pond pebbles are rounded, so the
-low end) → ϕ_pebbles = 35°. κ = 1.078. The window is narrow, and we measured it
-(quad-slide, ζ = 2.0): κ = 1.0 slides 1.66 m and stops 0.11 m below sand;
-κ = 1.06–1.15 slides ~0.9 m, accelerating for ~2 s, and stops 0.03–0.05 m
-above sand; κ ≥ 1.2 no longer accelerates after landing, κ ≥ 1.35 slides
-< 0.5 m. Friction near the slope's tan 0.3 decides between sliding on and
-stopping, so the outcome is sensitive to κ; it is not a robust property of
-the data alone.
+33°; gravel with some sand, 34–48° → ϕ_pebbles = 40°. κ = 1.292. The window is
+narrow, and we measured it (quad-slide, ζ = 2.0, with θ's d at the lowest point,
+issue 49): ϕ_pebbles 35–38° (κ 1.08–1.20) slides at 1.5–1.6 m/s and pitches
+over at the slope's break; 39–40° (κ 1.25–1.29) slides ~0.93 m, accelerating
+for ~2 s, and stops 0.01–0.02 m above sand; ≥ 41° no longer accelerates after
+landing, ≥ 42° slides < 0.5 m. (Before issue 49, with d at p_center, the window
+was 34–36°, and 35° was taken.) Friction near the slope's tan 0.3 decides between
+sliding on and stopping, so the outcome is sensitive to κ; it is not a robust
+property of the data alone: with a denser grid (0.05 rad tilts, 5 mm rows), whose
+W is closer to RFT's, sand too slides at 1.4 m/s and pitches over.
 """
 from __future__ import annotations
 
@@ -65,9 +67,9 @@ class Medium:
 _TILTS = (0.0, 0.1, 0.2, 0.3, 0.6, 0.9, 1.2, 1.5)
 
 #: Friction angles (rad) chosen inside Das's tabulated ranges (see the module docstring).
-FRICTION_ANGLE = {"sand": np.radians(33.0), "pebbles": np.radians(35.0)}
+FRICTION_ANGLE = {"sand": np.radians(33.0), "pebbles": np.radians(40.0)}
 
-#: κ of pebbles: tan ϕ_pebbles / tan ϕ_sand ≈ 1.078.
+#: κ of pebbles: tan ϕ_pebbles / tan ϕ_sand ≈ 1.292.
 PEBBLES_DRAG = float(np.tan(FRICTION_ANGLE["pebbles"]) / np.tan(FRICTION_ANGLE["sand"]))
 
 MEDIA = {

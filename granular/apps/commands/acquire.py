@@ -13,7 +13,7 @@ def add(sub):
     a.add_argument("--medium", default="beads")
     a.add_argument("--out", required=True, help="dataset to write (.h5); for dem-paths, the folder of the shipped runs")
     a.add_argument("--depths", type=_floats(-10.0, 0.0), default=[0.0, -0.03, -0.06],
-                   help="comma-separated d (m); default: 0, -0.03, -0.06 (Table I Beads: 0 to -0.24 in steps of 0.06)")
+                   help="comma-separated d of the lowest point (m); default: 0, -0.03, -0.06 (Table I Beads: 0 to -0.24 in steps of 0.06)")
     a.add_argument("--tilts", type=_floats(-1.5708, 1.5708), default=[0.0, 0.5, 1.0],
                    help="comma-separated φ (rad); default: 0, 0.5, 1 (Table I Beads goes to 1.5 in steps of 0.25)")
     a.add_argument("--directions", type=_directions_or_dataset, default=26,

@@ -40,7 +40,8 @@ def _number(low=-1e12, high=1e12, low_open=False, kind=float):
             raise argparse.ArgumentTypeError(f"expected {'a whole number' if kind is int else 'a number'}, "
                                              f"got {text!r}") from None
         if not (np.isfinite(value) and (value > low if low_open else value >= low) and value <= high):
-            raise argparse.ArgumentTypeError(f"{text} is out of range: expected {'>' if low_open else '≥'} {low:g}"
+            # stripped as float() strips it: a line break in the text ('0\x85') must not split the message
+            raise argparse.ArgumentTypeError(f"{text.strip()} is out of range: expected {'>' if low_open else '≥'} {low:g}"
                                              f" and ≤ {high:g}")
         return value
     return parse

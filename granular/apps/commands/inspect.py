@@ -25,7 +25,8 @@ def add(sub):
     i.add_argument("--mapping", help="runs: column/unit mapping (.toml)")
     i.add_argument("--assume-sensor-at-p-center", action="store_true",
                    help="runs: a sidecar without sensor_offset/sensor_angle means the sensor sits at p_center")
-    i.add_argument("--theta", nargs=2, type=_number(-10, 10), metavar=("D", "PHI"))
+    i.add_argument("--theta", nargs=2, type=_number(-10, 10), metavar=("D", "PHI"),
+                   help="configuration: D the lowest point's height (m, < 0 in the medium), PHI the tilt (rad)")
     i.add_argument("--fixed", type=_number(8, 256, kind=int), metavar="K", help="also give the K-fixed-normal polytope")
     i.add_argument("--plot", help="write a figure (.png)")
     i.add_argument("--json", action="store_true")

@@ -17,7 +17,7 @@ def add(sub):
     s.add_argument("--medium", help="RFT medium preset: sand, pebbles; for coulomb, the name to give the floor")
     s.add_argument("--soil", help="terramechanics soil (Ding et al. Table 6), e.g. dry-sand, lete-sand")
     s.add_argument("--out", required=True, help="output dataset (.h5)")
-    s.add_argument("--depths", type=_floats(-10.0, 0.0), help="comma-separated depths d ≤ 0 (m); default: Table I")
+    s.add_argument("--depths", type=_floats(-10.0, 0.0), help="comma-separated depths d ≤ 0 of the lowest point (m); default: Table I")
     s.add_argument("--tilts", type=_floats(-1.5708, 1.5708), help="comma-separated tilts φ (rad); default: Table I")
     s.add_argument("--directions", type=_directions, help="m velocity directions: 2 + 8k (default 26, 58, …); "
                                                            "3D: 12, 72 (default) or 232")
