@@ -149,13 +149,16 @@ def test_the_beads_model_never_replays_a_wrench_that_does_work():
     """Along the held-out rotation the Beads model's interpolant, smoothed by the data's noise,
     pulls the turning foot down where the DEM pushes it up (docs/accuracy.md); on 24 %
     of its samples that wrench would do work on the foot. The data-flow law takes the nearest that
-    does none, in replay as in the step."""
+    does none, in replay as in the step; and it is not the trivial zero: it dissipates on most
+    samples, and in all about two thirds of what the DEM does (measured 0.83 and 0.66)."""
     model = load_model("beads")
     tr = validation.read(VALIDATION / "rotate_s1.csv")
     w = model.flow(tr.theta, tr.twist)
-    power = np.einsum("ij,ij->i", w, twist_at(tr.twist, model.dataset.foot.r_offset * foot_axis(tr.pose[:, 2])))
+    v_r = twist_at(tr.twist, model.dataset.foot.r_offset * foot_axis(tr.pose[:, 2]))
+    power, measured = np.einsum("ij,ij->i", w, v_r), np.einsum("ij,ij->i", tr.wrench, v_r)
     deep = tr.theta[:, 0] < -validation.DEPTH
-    assert power.max() <= 1e-9 * np.abs(w).max() and (power[deep] < -1.0).mean() > 0.5
+    assert power.max() <= 1e-9 * np.abs(w).max()
+    assert (power[deep] < 0).mean() > 0.75 and power[deep].sum() < 0.5 * measured[deep].sum()
 
 
 def test_direction_map_is_mirror_symmetric():

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from granular.contact.detection import Feet, FootContact, detect
+from granular.data import ingest
 from granular.data import dataset as wd
 from granular.data import rft
 from granular.data.media import medium
@@ -17,10 +18,12 @@ from granular.frames import center_height, lowest_height
 from granular.learning import model as wm
 from granular.learning.catalog import load_model
 from granular.scenarios import scenario as scenarios
-from granular.scenarios import validation
 
 ROOT = Path(__file__).resolve().parents[1]
 R = Foot().radius
+#: The Beads model's error on the held-out edge cell (mean over f_x, f_z, τ): measured 0.67 (0.54, 0.54,
+#: 0.93); 0.85 before the three cells of the same bed at p_center's depth 0 joined the data.
+NRMSE_EDGE = 0.75
 
 
 def test_lowest_height_inverts_center_height():
@@ -85,26 +88,33 @@ def test_a_model_trained_with_d_at_p_center_is_refitted_on_load(tmp_path, caplog
     np.testing.assert_allclose(old.points(shifted), model.points(theta), rtol=1e-6, atol=1e-6)
 
 
-def dem_edge_samples():
-    """Held-out DEM tilted plunges (φ = 0.5; data/validation): the samples whose lowest point is
-    0.5–1.5 cm deep while p_center is still above the surface."""
-    runs = [validation.read(p) for p in sorted((ROOT / "data" / "validation").glob("tilted-plunge_s*.csv"))]
-    return [(tr, (tr.theta[:, 0] < -0.005) & (tr.theta[:, 0] > -0.015) & (tr.pose[:, 1] > 0)) for tr in runs]
+def edge_cell():
+    """The held-out DEM cell of data/validation/edge: the Beads foot tilted 0.5 rad, p_center 1.4 cm
+    above the surface, dragged in 26 directions; per run its direction and measured wrench."""
+    runs = [ingest.read_run(p) for p in sorted((ROOT / "data" / "validation" / "edge").glob("*.csv"))]
+    theta = {tuple(r.theta_des) for r in runs}
+    assert len(runs) == 26 and theta == {(0.014, 0.5)}
+    wrenches = np.array([ingest.extract(r, Foot(), cutoff=50.0)[0] for r in runs])
+    return np.array([r.v_des for r in runs]), wrenches
 
 
 def test_the_beads_model_meets_a_buried_edge_as_the_dem_does():
-    """Before issue 49 the model gave exactly zero on these samples (p_center above the surface);
-    the DEM meets tens of newtons. The model's f_z there is of the DEM's size (within 2×: the
-    beds' own spread at this depth is ±30 %)."""
+    """A foot tilted 0.5 rad whose lower edge is 1 cm deep, p_center above the surface: before issue
+    49 every model gave exactly zero there. The Beads model, which never saw this cell, meets the
+    DEM's plunge with a force of the DEM's size (measured 111 N against 68 N: between the zero
+    surface and its shallowest cell at this tilt, 2.4 cm, it learned w / |d|, linear in depth, where
+    the DEM's edge, a wedge of plate, grows faster), and its 26 wrenches are within NRMSE_EDGE of
+    the DEM's."""
+    twists, dem = edge_cell()
+    theta = np.array([[lowest_height(0.014, 0.5, R), 0.5]])
+    assert theta[0, 0] == pytest.approx(-0.00997, abs=1e-5)
     model = load_model("beads")
-    dem, sim = [], []
-    for tr, edge in dem_edge_samples():
-        assert edge.sum() >= 5
-        dem.append(tr.wrench[edge, 1])
-        sim.append(validation.replay(model, tr)[edge, 1])
-    dem, sim = np.concatenate(dem).mean(), np.concatenate(sim).mean()
-    assert dem > 10.0
-    assert 0.5 < sim / dem < 2.0, (sim, dem)
+    pred = model.flow(np.repeat(theta, len(twists), axis=0), twists)
+    down = int(np.argmin(twists[:, 1]))
+    assert dem[down, 1] > 30.0, "the DEM meets the buried edge"
+    assert 0.5 < pred[down, 1] / dem[down, 1] < 2.0, (pred[down], dem[down])
+    nrmse = np.sqrt(((pred - dem) ** 2).mean(axis=0)) / np.sqrt((dem ** 2).mean(axis=0))
+    assert nrmse.mean() < NRMSE_EDGE, nrmse
 
 
 def test_a_tilted_drop_is_supported_from_the_first_touch_of_its_edge():
