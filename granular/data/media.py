@@ -25,11 +25,11 @@ angles tabulated in Das, *Principles of Geotechnical Engineering* (table
 varies by edition): sand with rounded grains, medium dense, 30–35° → ϕ_sand =
 33°; gravel with some sand, 34–48° → ϕ_pebbles = 40°. κ = 1.292. The window is
 narrow, and we measured it (quad-slide, ζ = 2.0, with θ's d at the lowest point,
-issue 49): ϕ_pebbles 35–38° (κ 1.08–1.20) slides at 1.5–1.6 m/s and pitches
+issue 49; ``python3 docs/pebbles_drag.py 35 38 39 40 41 42``, and ``--dense 35 37``): ϕ_pebbles 35–38° (κ 1.08–1.20) slides at 1.5–1.6 m/s and pitches
 over at the slope's break; 39–40° (κ 1.25–1.29) slides ~0.93 m, accelerating
 for ~2 s, and stops 0.01–0.02 m above sand; ≥ 41° no longer accelerates after
 landing, ≥ 42° slides < 0.5 m. (Before issue 49, with d at p_center, the window
-was 34–36°, and 35° was taken.) Friction near the slope's tan 0.3 decides between
+was κ 1.06–1.15, ϕ 34.5–37°, and 35° was taken.) Friction near the slope's tan 0.3 decides between
 sliding on and stopping, so the outcome is sensitive to κ; it is not a robust
 property of the data alone: with a denser grid (0.05 rad tilts, 5 mm rows), whose
 W is closer to RFT's, sand too slides at 1.4 m/s and pitches over.
