@@ -297,9 +297,18 @@ def print_table(results: dict):
     for name, rows in results.items():
         print(f"{name}:")
         for config, row in rows.items():
-            cells = "".join(f"  {k} {number(v)}" for k, v in row.items())
-            print(f"  {config:<24}{cells}")
+            if not isinstance(row, (dict, list)):   # a figure of its own (the stability search's)
+                print(f"  {config:<24}  {cell(row)}")
+                continue
+            for item in (row if isinstance(row, list) else [row]):
+                cells = "".join(f"  {k} {cell(v)}" for k, v in item.items())
+                print(f"  {config:<24}{cells}")
     print(f"(speed-ups against {REFERENCE}, measured in the same run)")
+
+
+def cell(v) -> str:
+    """A table's cell: a number as :func:`number` writes it, anything else as it is."""
+    return number(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
 
 
 def number(v: float) -> str:

@@ -1,7 +1,9 @@
 """Both contact laws for feet in three dimensions: one step's impulses from a multibody's dynamics.
 
 The caller (a MuJoCo model's coupling, or a test) gives, for the step: the generalized mass
-matrix M (nv, nv), the free velocity v_free = v + h M⁻¹ (applied − bias) the bodies would reach
+matrix M (nv, nv) its integrator divides the step's forces by (the effective M − h ∂f/∂v of an
+integrator that treats damping implicitly: the energy below then counts the damping's dissipation
+too), the free velocity v_free = v + h M⁻¹ (applied − bias) the bodies would reach
 without the medium, and per foot in contact its θ = (d, φ), its Jacobian J (6, nv) from generalized
 velocities to the twist of p_center in its tilt frame F_c3 (:mod:`granular.frames3d`), the arm
 p_r − p_center (3,) and its grains' mass (6,). The wrench W(θ) of a foot is about p_r, so its
@@ -58,12 +60,13 @@ class Feet:
 
 @dataclass(frozen=True)
 class Step:
-    """A step's outcome: the velocity after it (nv,), each foot's impulse (N, 6) about p_r, and
-    which feet stuck."""
+    """A step's outcome: the velocity after it (nv,), each foot's impulse (N, 6) about p_r, which
+    feet stuck, and (set by a coupling that integrates the step) the impulses' work on the bodies."""
 
     v: np.ndarray
     impulses: np.ndarray
     sticking: np.ndarray
+    work: float = 0.0   # J the impulses did on the bodies in the step, when the caller measured it
 
 
 def step(model, M, v_free, feet: Feet, h: float, law: str = DEFAULT_LAW, K: int = 72) -> Step:

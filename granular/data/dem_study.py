@@ -45,6 +45,8 @@ CONFIGS = {"upright": (-0.04, 0.0), "tilted": (-0.04, 0.75)}
 #: a diagonal down and forward.
 DIRECTIONS = {"down": (0.0, -1.0, 0.0), "drag": (1.0, 0.0, 0.0), "diagonal": (2 ** -0.5, -(2 ** -0.5), 0.0)}
 T_TOTAL, CUTOFF_HZ = 0.2, 50.0
+#: The Beads protocol's drag speed (m/s), the x and z of dem.BEADS_VELOCITY_SCALE.
+BEADS_SPEED = 0.2
 #: The fraction of the run over whose end the windowed wrench is averaged.
 WINDOW = 0.4
 
@@ -59,6 +61,7 @@ class Variant:
     what: str = ""
     batch: bool = False                   # a configuration's directions in one YADE process (dem.run_batch)
     run_young: float | None = None        # run the bed at this stiffness (Pa) rather than the one it was made with
+    speed: float = BEADS_SPEED            # the drag's speed in x and z (m/s); the run is as long as the same path takes
 
 
 def variants() -> dict:
@@ -115,7 +118,29 @@ def variants() -> dict:
         "E1e7-batch": Variant(soft, reference="E1e7", batch=True,
                               what="E1e7's runs, a configuration's three in one YADE process, the bed kept in memory"),
     }
+    v.update(preparation_variants(soft))
     return v
+
+
+def preparation_variants(soft: dem.Bed) -> dict:
+    """Issue 49's preparation effects, at the data's stiffness (E 3e8 Pa) on beds settled soft (as
+    ``E3e8-wide``, whose box effect is read against ``P-ref``): three realisations beside each effect,
+    so an effect is read against the noise between beds. Each effect changes one thing of ``P-ref``."""
+    stiff = 3e8
+    tr = dem.TRANSFER_PREPARATION
+    return {
+        "P-ref": Variant(soft, run_young=stiff, what="E1e7's bed (seed 1), its runs at E 3e8 Pa"),
+        "P-s2": Variant(replace(soft, seed=2), run_young=stiff, reference="P-ref", what="another realisation (seed 2)"),
+        "P-s3": Variant(replace(soft, seed=3), run_young=stiff, reference="P-ref", what="another realisation (seed 3)"),
+        "P-psd": Variant(replace(soft, size_spread=tr["size_spread"]), run_young=stiff, reference="P-ref",
+                         what=f"radii ±{tr['size_spread']:.0%} (uniform) against equal spheres"),
+        "P-pack": Variant(replace(soft, deposit_friction=tr["deposit_friction"], packing=tr["packing"], rain=tr["rain"]),
+                          run_young=stiff, reference="P-ref",
+                          what=f"deposited at friction {tr['deposit_friction']:g} from a cloud {tr['rain']:g} beds high"
+                               f" (denser), levelled at {tr['packing']:g}"),
+        "P-v0.05": Variant(soft, run_young=stiff, speed=0.05, reference="P-ref", what="dragged at 0.05 m/s (4× slower)"),
+        "P-v0.5": Variant(soft, run_young=stiff, speed=0.5, reference="P-ref", what="dragged at 0.5 m/s (2.5× faster)"),
+    }
 
 
 def _bed_dir(bed: dem.Bed) -> str:
@@ -154,7 +179,8 @@ def run_variant(name: str, variant: Variant, workdir: Path, rows: list, out: Pat
     from granular.data import ingest
     from granular.foot import Foot
 
-    foot, scale = Foot(), np.array(dem.BEADS_VELOCITY_SCALE)
+    rate = variant.speed / BEADS_SPEED
+    foot, scale, t_total = Foot(), rate * np.array(dem.BEADS_VELOCITY_SCALE), T_TOTAL / rate
     folder = workdir / _bed_dir(variant.bed)
     t = time.time()
     dem.prepare_bed(variant.bed, folder, threads=1, progress=True)
@@ -164,7 +190,7 @@ def run_variant(name: str, variant: Variant, workdir: Path, rows: list, out: Pat
              info["packing_measured"], raw.get("unbalanced", float("nan")), time.time() - t)
     for cname, theta in CONFIGS.items():
         plans = dem.plan(dem.bed_file(folder), variant.bed, [theta], np.array(list(DIRECTIONS.values())), scale,
-                         T_TOTAL, foot, "beads", variant.insert_speed, variant.run_young)
+                         t_total, foot, "beads", variant.insert_speed, variant.run_young)
         for params, dname in zip(plans, DIRECTIONS):
             params["name"] = f"{name}_{cname}_{dname}"
         plans = [(p, d) for p, d in zip(plans, DIRECTIONS)
@@ -184,8 +210,9 @@ def run_variant(name: str, variant: Variant, workdir: Path, rows: list, out: Pat
             path = dem.run_one(params, str(folder))
             wall = batch_wall if variant.batch else (None if done else time.time() - t)
             cpu = batch_cpu if variant.batch else (None if done else _child_cpu() - c)
-            w, _ = ingest.extract(ingest.read_run(path), foot, CUTOFF_HZ)
-            win = _window(path, foot, CUTOFF_HZ)
+            cutoff = CUTOFF_HZ * rate   # the same filter along the path, whatever the speed
+            w, _ = ingest.extract(ingest.read_run(path), foot, cutoff)
+            win = _window(path, foot, cutoff)
             side = json.loads(Path(path).with_suffix(".json").read_text())
             dt = raw["dt"] * np.sqrt(variant.bed.young / (variant.run_young or variant.bed.young))   # ∝ 1/√E
             contacts = Path(path).with_suffix(".contacts.json")
@@ -194,11 +221,12 @@ def run_variant(name: str, variant: Variant, workdir: Path, rows: list, out: Pat
                          "config": cname, "d": theta[0], "phi": theta[1], "direction": dname,
                          "fx": w[0], "fz": w[1], "tau": w[2], "fx_win": win[0], "fz_win": win[1], "tau_win": win[2],
                          "run_s": side.get("seconds"), "wall_s": wall, "cpu_s": cpu, "insert_speed": variant.insert_speed,
+                         "speed": variant.speed,
                          "young": variant.run_young or variant.bed.young, "periodic": variant.bed.periodic, "seed": variant.bed.seed,
                          "box": "x".join(f"{b:g}" for b in variant.bed.box), "spheres": info["spheres"],
                          "packing": info["packing_measured"], "unbalanced": raw.get("unbalanced"),
                          "bed_s": info["seconds"], "dt": dt,
-                         "steps": round((side.get("insertion_m", 0.0) / variant.insert_speed + T_TOTAL) / dt),
+                         "steps": round((side.get("insertion_m", 0.0) / variant.insert_speed + t_total) / dt),
                          "overlap_max": overlap[0], "overlap_mean": overlap[1]})
             log.info("%s %s %s: F_r = (%.1f, %.1f) N, %.2f N·m; window (%.1f, %.1f) N; %.0f s", name, cname, dname,
                      *w, win[0], win[1], side.get("seconds", 0))

@@ -4,7 +4,8 @@ MuJoCo compiles a URDF as it stands, which is rarely what a legged robot needs: 
 actuators, and its root link is welded to the world (URDF cannot say "free"). A robot named by
 ``urdf`` is therefore loaded through ``mujoco.MjSpec``: its root link gets a free joint unless
 ``floating = false``, and every hinge or slide joint a position actuator (gains ``kp``, ``kv``;
-force limits the URDF's ``effort``; control range its ``limit``), in the order of the joints.
+force limits the URDF's ``effort``; control range its ``limit``), in the order of the joints,
+integrated with ``implicitfast`` (stiff servos integrated explicitly would limit the time step).
 Geoms keep the URDF's collision names, so feet are named as in the URDF; a foot may also be named
 by its link, whose one collision geom is then the foot (:func:`foot_geoms`).
 """
@@ -40,6 +41,7 @@ def load(model_file: Path, urdf: bool, floating: bool = True, kp: float = 200.0,
                 act.ctrlrange, act.ctrllimited = joint.range, mujoco.mjtLimited.mjLIMITED_TRUE
             if joint.actfrcrange[0] < joint.actfrcrange[1]:
                 act.forcerange, act.forcelimited = joint.actfrcrange, mujoco.mjtLimited.mjLIMITED_TRUE
+        spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
         return spec.compile()
     except ValueError as exc:
         raise GranularError(f"{model_file}: MuJoCo cannot load it: {' '.join(str(exc).split())}") from None

@@ -71,7 +71,8 @@ def fit_zeta(trajs, foot: Foot = Foot()) -> float:
 
 def fit_gain(preds, trajs, nothing: str) -> float:
     """The s minimising Σ ‖(s·pred − meas) / scale‖² over the runs' samples deeper than DEPTH, in the
-    wrench scale (F, F, T) of the runs so that N and N·m weigh alike: Σ pred·meas / Σ pred². A
+    wrench scale (F, F, T) of the runs (3D paths: (F, F, F, T, T, T)) so that N and N·m weigh alike:
+    Σ pred·meas / Σ pred². A
     GranularError saying ``nothing`` where the predictions are zero."""
     masks = [tr.theta[:, 0] < -DEPTH for tr in trajs]
     scale = _scale([tr.wrench[k] for tr, k in zip(trajs, masks)])
@@ -83,9 +84,11 @@ def fit_gain(preds, trajs, nothing: str) -> float:
 
 
 def _scale(measured):
+    """Per component the RMS of its group, forces or torques: (F, F, T) planar, (F, F, F, T, T, T) in 3D."""
     w = np.vstack(measured)
-    f, t = np.sqrt(np.mean(w[:, :2] ** 2)), np.sqrt(np.mean(w[:, 2] ** 2))
-    return np.array([f, f, t if t > 0 else 1.0])
+    forces = 2 if w.shape[1] == 3 else 3
+    f, t = np.sqrt(np.mean(w[:, :forces] ** 2)), np.sqrt(np.mean(w[:, forces:] ** 2))
+    return np.array([f] * forces + [t if t > 0 else 1.0] * (w.shape[1] - forces))
 
 
 def nrmse(pred, meas, mask) -> dict:

@@ -4,30 +4,34 @@ MuJoCo (the ``mujoco`` package) does the multibody dynamics and every rigid cont
 does the feet in the medium. One step of length h, in this order:
 
 1. ``mj_step1``: MuJoCo's position and velocity stages (kinematics, the mass matrix M, bias
-   forces), then its actuation and smooth acceleration, which give the free velocity
-   v_free = v + h M⁻¹ (applied + actuators + passive − bias) the bodies would reach without the medium.
+   forces), then its actuation and smooth acceleration. MuJoCo's integrator moves the velocity by
+   v⁺ = v + h M̃⁻¹ f with the step's effective mass M̃ = M − h D, D = ∂f/∂v the derivative of the
+   smooth forces it integrates implicitly (:func:`effective_mass`: joint damping under Euler, with
+   the actuators' velocity gains under ``implicitfast``). So the bodies would reach the free
+   velocity v_free = v + h M̃⁻¹ (applied + actuators + passive − bias) without the medium.
 2. Each granular foot's θ against the terrain (p_center: the centre of the foot's lower end face;
-   d its height above the terrain, φ its axis' tilt from the vertical, ψ the azimuth of its tilt
-   frame F_c3, :mod:`granular.frames3d`) and its Jacobian J (6, nv) from MuJoCo's ``mj_jac`` at
-   p_center, rotated into F_c3.
+   d its lowest point's height above the terrain, φ its axis' tilt from the vertical, ψ the azimuth
+   of its tilt frame F_c3, :mod:`granular.frames3d`) and its Jacobian J (6, nv) from MuJoCo's
+   ``mj_jac`` at p_center, rotated into F_c3.
 3. The contact law (:mod:`granular.contact.law3d`) solves the feet's impulses c implicitly for the
-   step with M, v_free and J: the velocity after the step is v_free + M⁻¹ Σ J_rᵀ c.
+   step with M̃, v_free and J: the velocity after the step is v_free + M̃⁻¹ Σ J_rᵀ c.
 4. The impulses enter MuJoCo as generalized forces Σ J_rᵀ c / h (``qfrc_applied``), and
-   ``mj_step2`` finishes the step: actuation, its constraint solver for joint limits and every
-   rigid contact, integration. Granular feet do not collide with anything in MuJoCo (their
-   contype and conaffinity are cleared when the model is loaded).
+   ``mj_step2`` finishes the step: its constraint solver for joint limits and every rigid contact,
+   integration. Granular feet do not collide with anything in MuJoCo (their contype and
+   conaffinity are cleared when the model is loaded).
 
-Why it is consistent: step 3 sees exactly the dynamics step 4 integrates (MuJoCo's semi-implicit
-Euler: v⁺ = v + h M⁻¹ f), so the medium's impulse is the one the law chose: it never does work
-(a sliding foot's wrench dissipates; a sticking foot's impulse comes from a QP whose origin is
-feasible), and a foot at rest whose load lies inside W(θ) stays at rest. MuJoCo's own constraints
-then act on top, as they would with any applied force. (With MuJoCo's ``implicitfast``
-integrator, velocity-dependent forces are integrated implicitly there and not in v_free: use
-Euler, the default, for the exact splitting.)
+Why it is consistent: step 3 sees exactly the dynamics step 4 integrates, so the medium's impulse
+is the one the law chose: it never does work (a sliding foot's wrench dissipates; a sticking
+foot's impulse comes from a QP over ½ v⁺ᵀ M̃ v⁺ whose origin is feasible, so cᵀ J_r v⁺ ≤ 0 at its
+optimum), and a foot at rest whose load lies inside W(θ) stays at rest. MuJoCo's own constraints
+then act on top, as they would with any applied force. Why ``implicitfast``: a robot's position
+servos are stiff; integrated explicitly (Euler) they, not the medium, limit the time step
+(``granular bench --stability``). The shipped robots use it; Euler works too. RK4 and the full
+``implicit`` integrator are refused (their step is not v + h M̃⁻¹ f with a symmetric M̃).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -57,6 +61,11 @@ def attach(mj_model, names, wrench_model, law=law3d.DEFAULT_LAW, where="scenario
     model or a shape that is not a cylinder, capsule or sphere."""
     import mujoco
 
+    integrators = (mujoco.mjtIntegrator.mjINT_EULER, mujoco.mjtIntegrator.mjINT_IMPLICITFAST)
+    if mj_model.opt.integrator not in integrators:
+        name = mujoco.mjtIntegrator(mj_model.opt.integrator).name.removeprefix("mjINT_").lower()
+        raise GranularError(f"{where}: MuJoCo's {name} integrator is not supported with granular feet; "
+                            f'use <option integrator="implicitfast"/> (or Euler)')
     if law not in law3d.LAWS:
         raise GranularError(f"{where}: contact law {law!r} is not one of the 3D laws ({', '.join(law3d.LAWS)})")
     if getattr(wrench_model.dataset, "dim", 3) != 6:
@@ -133,7 +142,8 @@ def step(mj_model, mj_data, feet: GranularFeet, terrain, applied=None):
         mujoco.mj_fwdAcceleration(mj_model, mj_data)
         M = np.zeros((mj_model.nv, mj_model.nv))
         mujoco.mj_fullM(mj_model, mj_data, M)
-        v_free = mj_data.qvel + h * mj_data.qacc_smooth
+        Mt = effective_mass(mj_model, mj_data, M)
+        v_free = mj_data.qvel + h * np.linalg.solve(Mt, M @ mj_data.qacc_smooth)
         J, thetas, arms = [], [], []
         jacp, jacr = np.zeros((3, mj_model.nv)), np.zeros((3, mj_model.nv))
         r_offset = feet.model.dataset.foot.r_offset
@@ -144,10 +154,40 @@ def step(mj_model, mj_data, feet: GranularFeet, terrain, applied=None):
             thetas.append(theta)
             arms.append(r_offset * foot_axis(theta[1]))
         inside = law3d.Feet(np.array(thetas), np.array(J), np.array(arms), np.tile(GRAIN_MASS, (len(contact), 1)))
-        result = law3d.step(feet.model, M, v_free, inside, h, feet.law)
-        mj_data.qfrc_applied[:] = base + np.einsum("nap,na->p", inside.Jr, result.impulses) / h
+        result = law3d.step(feet.model, Mt, v_free, inside, h, feet.law)
+        Jr = inside.Jr
+        mj_data.qfrc_applied[:] = base + np.einsum("nap,na->p", Jr, result.impulses) / h
     mujoco.mj_step2(mj_model, mj_data)
+    if result is not None:  # the work the impulses did, at the velocity MuJoCo integrated with
+        result = replace(result, work=float(np.einsum("na,nap,p->", result.impulses, Jr, mj_data.qvel)))
     return result, [s[0] for s in states]
+
+
+def effective_mass(mj_model, mj_data, M) -> np.ndarray:
+    """M̃ = M − h D (nv, nv): the mass matrix MuJoCo's integrator divides a step's forces by. D is the
+    derivative of the smooth forces by the velocity that it integrates implicitly: the joints' damping
+    (Euler, unless its ``eulerdamp`` is disabled) and, under ``implicitfast``, also the actuators'
+    velocity gains (affine gain and bias, a position servo's kv), skipped while an actuator's force
+    is clamped, as MuJoCo does. Call after ``mj_fwdActuation``."""
+    import mujoco
+
+    h = mj_model.opt.timestep
+    D = np.zeros_like(M)
+    euler = mj_model.opt.integrator == mujoco.mjtIntegrator.mjINT_EULER
+    if not (euler and mj_model.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_EULERDAMP):
+        D[np.diag_indices_from(D)] -= mj_model.dof_damping
+    if not euler and mj_model.nu:
+        moment = np.zeros((mj_model.nu, mj_model.nv))
+        mujoco.mju_sparse2dense(moment, mj_data.actuator_moment, mj_data.moment_rownnz, mj_data.moment_rowadr,
+                                mj_data.moment_colind)
+        gain = np.where(mj_model.actuator_gaintype == mujoco.mjtGain.mjGAIN_AFFINE,
+                        mj_model.actuator_gainprm[:, 2] * mj_data.ctrl, 0.0)
+        bias = np.where(mj_model.actuator_biastype == mujoco.mjtBias.mjBIAS_AFFINE, mj_model.actuator_biasprm[:, 2], 0.0)
+        low, high = mj_model.actuator_forcerange.T
+        force = mj_data.actuator_force
+        clamped = mj_model.actuator_forcelimited.astype(bool) & ((force <= low) | (force >= high))
+        D += moment.T @ (np.where(clamped, 0.0, gain + bias)[:, None] * moment)
+    return M - h * D
 
 
 #: The dragged grains' mass (kg ×3, kg·m² ×3): the planar foot's (granular.contact.detection), its
@@ -181,11 +221,13 @@ def terrain(kind: str, angle: float = 0.0, height: float = 0.0, points=()):
 EXPLICIT_SPEED = 1e-3
 
 
-def explicit_step(mj_model, mj_data, feet: GranularFeet, terrain, medium):
+def explicit_step(mj_model, mj_data, feet: GranularFeet, terrain, medium, speed: float = EXPLICIT_SPEED) -> float:
     """One step with 3D-RFT's wrench applied explicitly at the step's start (the approach of open
     MuJoCo-RFT implementations; a baseline for ``granular bench``, not a contact law of this
     project): each foot in contact gets ``rft3d.foot_wrench`` for its current twist as a
-    generalized force, and MuJoCo integrates. ``medium``: an RFT preset (:mod:`granular.data.media`)."""
+    generalized force, and MuJoCo integrates. ``medium``: an RFT preset (:mod:`granular.data.media`);
+    ``speed``: the regularisation (m/s). Returns the work (J) the wrenches did on the bodies in the
+    step, at the velocity MuJoCo integrated with (positive: the medium gave energy)."""
     import mujoco
 
     from granular.data import rft3d
@@ -194,15 +236,17 @@ def explicit_step(mj_model, mj_data, feet: GranularFeet, terrain, medium):
     mujoco.mj_step1(mj_model, mj_data)
     jacp, jacr = np.zeros((3, mj_model.nv)), np.zeros((3, mj_model.nv))
     foot = feet.model.dataset.foot
+    impulse = np.zeros(mj_model.nv)
     for k, (theta, R, p_center, _) in enumerate(foot_states(mj_model, mj_data, feet, terrain)):
         if theta[0] >= 0:
             continue
         mujoco.mj_jac(mj_model, mj_data, jacp, jacr, p_center, mj_model.geom_bodyid[feet.geoms[k]])
         J = R.T @ np.vstack([jacp, jacr])
         twist = J @ mj_data.qvel
-        speed = np.linalg.norm(twist[:3])
-        w = rft3d.foot_wrench(foot, theta, twist[None], medium.zeta, medium.coeffs)[0] * min(1.0, speed / EXPLICIT_SPEED)
+        w = rft3d.foot_wrench(foot, theta, twist[None], medium.zeta, medium.coeffs)[0] * min(1.0, np.linalg.norm(twist[:3]) / speed)
         arm = foot.r_offset * foot_axis(theta[1])
         Jr = law3d.Feet(theta[None], J[None], arm[None], np.zeros((1, 6))).Jr[0]
-        mj_data.qfrc_applied += Jr.T @ w
+        impulse += mj_model.opt.timestep * Jr.T @ w
+    mj_data.qfrc_applied[:] = impulse / mj_model.opt.timestep
     mujoco.mj_step2(mj_model, mj_data)
+    return float(impulse @ mj_data.qvel)

@@ -11,7 +11,8 @@ from granular.errors import GranularError
 def add(sub):
     k = sub.add_parser("calibrate", help="scale a medium's forces to your own runs (one fitted constant, as RFT's ζ)")
     k.add_argument("model", help="sand, pebbles, beads, or a model file (.h5)")
-    k.add_argument("runs", nargs="+", help="recorded runs in your medium (as validate reads them: .csv + .json, .h5, bags)")
+    k.add_argument("runs", nargs="+", help="recorded runs in your medium (as validate reads them: .csv + .json, .h5, "
+                                           "bags; or 3D paths for a 3D model)")
     k.add_argument("--out", required=True, help="the calibrated model to write (.h5)")
     k.add_argument("--mapping", help="TOML mapping of your column names, units, sign and bag topics (as for ingest)")
     k.add_argument("--contact", choices=["data-flow", "max-dissipation"], default=DEFAULT_LAW)
@@ -21,8 +22,9 @@ def add(sub):
 
 
 def cmd_calibrate(args):
+    from granular.data import paths3d
     from granular.data.paths3d import is_path3d
-    from granular.learning import model as wm
+    from granular.learning import model as wm, model3d
     from granular.learning.catalog import load_model
     from granular.scenarios import calibration, validation
 
@@ -32,17 +34,26 @@ def cmd_calibrate(args):
 
     inputs = list(args.runs) + [sidecar_path(r) for r in args.runs] + ([args.mapping] if args.mapping else [])
     check_outputs(args, inputs + ([args.model] if Path(args.model).is_file() else []))
-    for run in args.runs:
-        if is_path3d(run):
-            raise GranularError(f"{run}: a 3D path; calibrate takes planar validation runs (3D models: not yet)")
-    model = load_model(args.model)
-    runs = [validation.read(p, model.dataset.foot, args.cutoff, args.mapping) for p in args.runs]
+    in3d = [is_path3d(run) for run in args.runs]
+    if any(in3d) != all(in3d):
+        raise GranularError("calibrate takes planar runs or 3D paths, not both at once: "
+                            f"3D paths {', '.join(r for r, k in zip(args.runs, in3d) if k)}")
+    if all(in3d):
+        if args.mapping:
+            raise GranularError("--mapping: planar runs only; these are 3D paths")
+        model = load_model(args.model, "3d")
+        runs = [paths3d.read(p) for p in args.runs]
+        save = model3d.save
+    else:
+        model = load_model(args.model)
+        runs = [validation.read(p, model.dataset.foot, args.cutoff, args.mapping) for p in args.runs]
+        save = wm.save
     result = calibration.calibrate(model, runs, args.contact)
     result["model"], result["out"] = str(args.model), str(args.out)
     if not result["improves"]:
         raise GranularError(f"the calibration (scale {result['scale']:.3g}) does not improve the held-out fit "
                             f"(NRMSE {result['held_out_before']:.3f} → {result['held_out_after']:.3f}); nothing written")
-    wm.save(calibration.calibrated(model, result, runs), args.out)
+    save(calibration.calibrated(model, result, runs), args.out)
     emit(result, args.json, _report)
 
 
