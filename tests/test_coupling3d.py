@@ -19,7 +19,7 @@ def _gait_steps(world, n):
         yield mujoco3d.step(m, d, world.feet, world.terrain)[0]
 
 
-@pytest.mark.parametrize("where, dt", [("quad3d-trot", 5e-3), ("stranger", 2e-3)])
+@pytest.mark.parametrize("where, dt", [pytest.param("quad3d-trot", 5e-3, marks=pytest.mark.slow), ("stranger", 2e-3)])
 def test_the_law_predicts_the_velocity_mujoco_integrates(tmp_path, where, dt):
     """quad3d-trot: implicitfast with stiff servos; the stranger: Euler with joint damping."""
     path = stranger(tmp_path) if where == "stranger" else f"sim/{where}.toml"
@@ -51,6 +51,7 @@ def test_the_effective_mass_is_mujocos_including_clamped_servos():
     assert np.abs(d.actuator_force).min() > 0   # the clamped servos pushed
 
 
+@pytest.mark.slow
 def test_the_medium_gives_no_energy_at_a_20_ms_step_where_explicit_rft_does_at_10():
     from granular.apps.bench3d import trots
 

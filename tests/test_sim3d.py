@@ -141,9 +141,28 @@ def test_bad_robots_and_media_are_one_clear_line(tmp_path, change, message):
 
 
 def test_a_3d_scenario_refuses_the_planar_only_options(tmp_path):
-    run = subprocess.run([sys.executable, "-m", "granular", "sim", "drop3d-tilted", "--out", str(tmp_path / "x.h5")],
+    run = subprocess.run([sys.executable, "-m", "granular", "sim", "drop3d-tilted", "--video", str(tmp_path / "x.gif")],
                          capture_output=True, text=True)
-    assert run.returncode != 0 and "--out: not for a 3D (MuJoCo) scenario yet" in run.stderr
+    assert run.returncode != 0 and "--video: not for a 3D (MuJoCo) scenario yet" in run.stderr
+
+
+def test_a_3d_run_file_holds_the_run_and_the_medium_gives_nothing(tmp_path):
+    """--out writes the record; --dt sets MuJoCo's step; the summary says what the medium took and gave."""
+    from granular.simulation import runfile3d
+
+    run = subprocess.run([sys.executable, "-m", "granular", "sim", "drop3d-tilted", "--duration", "0.4", "--dt", "0.002",
+                          "--out", str(tmp_path / "r.h5"), "--json"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    summary = json.loads(run.stdout)
+    rec = runfile3d.read(tmp_path / "r.h5")
+    assert rec["dt"] == 0.002 and len(rec["t"]) == summary["steps"] + 1 == 201 and rec["summary"] == {
+        k: v for k, v in summary.items() if k != "run_file"}
+    took, gave = summary["energy"]["medium_took_J"], summary["energy"]["medium_gave_J"]
+    assert rec["active"].any() and took > 1.0 and gave <= 1e-9 * took   # round-off
+    assert np.isclose(summary["energy"]["medium_took_J"], -rec["work"].sum())
+    (tmp_path / "bad.h5").write_bytes(b"not hdf5")
+    with pytest.raises(GranularError, match="not a readable HDF5 file"):
+        runfile3d.read(tmp_path / "bad.h5")
 
 
 def test_the_coupling_sees_the_foot_as_the_planar_frame_does():

@@ -382,3 +382,33 @@ def test_the_3d_viewer_draws_force_arrows_follows_the_trunk_and_plots_w(browser)
             assert np.isclose(tail[2], p[2], atol=1e-5) and np.linalg.norm(tail - p) < 0.1
             assert np.allclose(tip - tail, f / scale, atol=1e-5)
         assert "W(θ) of foot foot_fl · θ = (d " in page.locator(".u-title").first.inner_text()
+
+
+def test_a_3d_run_file_replays_the_recorded_state_and_forces(browser, tmp_path):
+    from granular.scenarios import scenario3d
+    from granular.simulation import runfile3d
+
+    world = scenario3d.build("sim/quad3d-trot.toml", duration=1.0)
+    rec = scenario3d.run(world)
+    runfile3d.write(world, rec, scenario3d.summary(world, rec), tmp_path / "run3d.h5")
+    with viewer_in_process("quad-trot", replay=str(tmp_path / "run3d.h5")) as (server, app, url):
+        page = browser.new_page(viewport={"width": 1000, "height": 700})
+        page.goto(url)
+        page.get_by_text("replay of").first.wait_for(timeout=30_000)
+        app.g_time.value = 0.9
+        status_says(page, "t = 0.90 s")
+        run, i = app.run, int(round(0.9 / app.run["dt"]))
+        with app.lock:
+            assert np.array_equal(app.world.mj_data.qpos, run["qpos"][i])
+            trunk = app.world.mj_data.xpos[app.trunk].copy()
+        assert np.allclose(trunk, run["pos"][i, app.trunk])
+        scale = app.panel.scale
+        for k in range(len(run["feet"])):
+            on = run["active"][i - 1, k]
+            assert app.arrows[k].visible == bool(on)
+            if on:
+                tail, tip = app.arrows[k].points[0]
+                assert np.allclose(tip - tail, run["force"][i - 1, k] / scale, atol=1e-5)
+        camera_on(server, (trunk[0], trunk[1], 0.5))
+        shot = settled(page)
+        assert not_blank(shot) and red_pixels(shot) > 20

@@ -295,11 +295,14 @@ def start(scenario="quad-trot", medium=None, replay=None, host="127.0.0.1", port
 
     from granular.scenarios import scenario3d
 
-    run = runfile.read(replay) if replay else None  # a bad file fails before the server starts
-    path = scenarios.find(scenario)
+    from granular.simulation import runfile3d
+
+    run3d = runfile3d.read(replay) if replay and runfile3d.is_run3d(replay) else None
+    run = runfile.read(replay) if replay and run3d is None else None  # a bad file fails before the server starts
+    path = runfile3d.scenario_of(run3d) if run3d else scenarios.find(scenario)
     spatial = scenario3d.is_3d(path)
-    if spatial and replay:
-        raise GranularError(f"{path.name} is a 3D (MuJoCo) scenario: the viewer runs it live (no --replay yet)")
+    if spatial and replay and run3d is None:
+        raise GranularError(f"{replay}: a planar run file; {path.name} is a 3D (MuJoCo) scenario")
     if medium is not None:  # the same check as the simulation's: it loads the model for this scenario
         if spatial:
             scenario3d.build(path, medium=medium)
@@ -318,9 +321,9 @@ def start(scenario="quad-trot", medium=None, replay=None, host="127.0.0.1", port
         server.initial_camera.look_at = (0.0, 0.0, 0.5) if spatial else (0.0, 0.0, 0.4)
         server.initial_camera.up = (0.0, 0.0, 1.0)
         if spatial:
-            from granular.apps.viewer3d import Live3D
+            from granular.apps.viewer3d import Live3D, Replay3D
 
-            app = Live3D(server, path, medium)
+            app = Replay3D(server, run3d, medium) if run3d else Live3D(server, path, medium)
         else:
             app = Replay(server, run, medium) if run else Live(server, scenario, medium)
     except BaseException:

@@ -1,6 +1,8 @@
-"""The browser viewer (viser) for 3D scenarios: a MuJoCo robot on granular feet, live.
+"""The browser viewer (viser) for 3D scenarios: a MuJoCo robot on granular feet, live or replayed.
 
-``granular view quad3d-trot`` (any scenario file naming an MJCF) draws the model's geoms as
+``granular view quad3d-trot`` (any scenario file naming an MJCF) runs it live (:class:`Live3D`);
+``granular view --replay run.h5`` plays a 3D run file back (:class:`Replay3D`, its scene rebuilt
+from the scenario file the run names). Both draw the model's geoms as
 primitives (boxes, spheres, capsules and cylinders as meshes), the medium as a translucent mesh
 (its surface over x, y, with skirts down to its bottom), and each foot's contact force as an arrow
 (the law's impulse / h, its force part, at the panel's scale in N per m) from beside the foot's
@@ -42,40 +44,41 @@ def _cylinder_mesh(radius, half, sides=24, caps=True):
     return v.astype(np.float32), faces.astype(np.uint32)
 
 
-class Live3D:
-    """A 3D scenario stepping in a thread, drawn in a viser server."""
+class Scene3D:
+    """A 3D scenario's scene in a viser server: the robot, the medium, the feet's forces, the panel.
+    ``self.forces`` / ``self.contacts`` (as :func:`granular.simulation.mujoco3d.foot_forces` splits
+    them) are what :meth:`_redraw` draws with the world's state."""
 
-    def __init__(self, server, path, medium=None):
+    def __init__(self, server, world):
         import mujoco
 
         from granular.scenarios import scenario3d
 
-        self.server, self.path, self.medium, self.mujoco = server, path, medium, mujoco
-        self.scenario3d = scenario3d
-        self.world = scenario3d.build(path, medium=medium)
-        self.lock, self.running, self.stop_event = threading.Lock(), False, threading.Event()
+        self.server, self.mujoco, self.scenario3d, self.world = server, mujoco, scenario3d, world
+        self.lock = threading.Lock()
         self.forces, self.contacts = {}, {}
         self.handles = self._draw_model()
         self._surface()
-        m = self.world.mj_model
-        gui = server.gui
-        self.g_run, self.g_step = gui.add_button("Start / pause"), gui.add_button("Step")
-        self.g_reset = gui.add_button("Reset")
+        m = world.mj_model
         weight = float(np.linalg.norm(m.opt.gravity)) * float(m.body_mass.sum())
-        self.panel = Panel(server, arrow_scale(weight, 1.0), len(self.world.feet.geoms), lift=LIFT)
-        self.g_status = self.panel.g_status
         # the weight a metre long: a foot's share sticks out of the foot the arrow stands beside
+        self.panel = Panel(server, arrow_scale(weight, 1.0), len(world.feet.geoms), lift=LIFT)
+        self.g_status = self.panel.g_status
         self.arrows = {k: server.scene.add_arrows(f"/forces/{k}", np.zeros((1, 2, 3), np.float32), colors=FORCE,
                                                   shaft_radius=0.01, head_radius=0.025, head_length=0.05,
-                                                  visible=False) for k in range(len(self.world.feet.geoms))}
+                                                  visible=False) for k in range(len(world.feet.geoms))}
         free = [int(m.jnt_bodyid[j]) for j in range(m.njnt) if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE]
         self.trunk = free[0] if free else min(1, m.nbody - 1)
-        self.g_run.on_click(lambda _: setattr(self, "running", not self.running))
-        self.g_step.on_click(lambda _: self._advance(1))
-        self.g_reset.on_click(lambda _: self.reset())
-        self._redraw()
-        self.thread = threading.Thread(target=self._loop, daemon=True)
-        self.thread.start()
+
+    def _split(self, forces: dict):
+        """:func:`~granular.simulation.mujoco3d.foot_forces`'s map as (where, force) and (θ, wrench)."""
+        self.forces = {k: (p, f) for k, (p, f, _, _) in forces.items()}
+        self.contacts = {k: (th, w) for k, (_, _, th, w) in forces.items()}
+
+    def status(self, t) -> str:
+        w = self.world
+        return (f"t = {t:.2f} s · {len(self.forces)} feet in the medium · {w.feet.model.dataset.medium}, "
+                f"{w.feet.law}  \n{self.panel.note_scale()}")
 
     def _draw_model(self):
         m, scene, mj = self.world.mj_model, self.server.scene, self.mujoco
@@ -123,50 +126,6 @@ class Live3D:
                                           color=medium_colour(self.world.feet.model.dataset.medium.removesuffix("3d")),
                                           opacity=0.7, side="double", cast_shadow=False)
 
-    def reset(self):
-        with self.lock:
-            self.world = self.scenario3d.build(self.path, medium=self.medium)
-            self.forces, self.contacts = {}, {}
-        self._redraw()
-
-    def _advance(self, steps):
-        from granular.simulation import mujoco3d
-
-        with self.lock:
-            w = self.world
-            for _ in range(steps):
-                if w.gait is not None:
-                    w.mj_data.ctrl[:] = w.gait(w.mj_data.time, self.scenario3d.pitch(w.mj_data))
-                result, thetas = mujoco3d.step(w.mj_model, w.mj_data, w.feet, w.terrain)
-            self.forces, self.contacts = self._foot_forces(result, thetas)
-
-    def _foot_forces(self, result, thetas):
-        """Each foot in contact: (p_center, world force in N), and (θ, wrench in F_r in N) (under the lock)."""
-        from granular.simulation import mujoco3d
-
-        w = self.world
-        if result is None:
-            return {}, {}
-        states = mujoco3d.foot_states(w.mj_model, w.mj_data, w.feet, w.terrain)
-        contact = [k for k, th in enumerate(thetas) if th[0] < 0]
-        h = w.mj_model.opt.timestep
-        forces = {k: (states[k][2], states[k][1][:3, :3] @ c[:3] / h) for k, c in zip(contact, result.impulses)}
-        return forces, {k: (np.asarray(thetas[k], float), np.asarray(c, float) / h)
-                        for k, c in zip(contact, result.impulses)}
-
-    def _loop(self):
-        while not self.stop_event.is_set():
-            start = time.perf_counter()
-            if self.running:
-                try:
-                    self._advance(max(1, int(round(1.0 / FPS / self.world.mj_model.opt.timestep))))
-                except Exception as exc:  # noqa: BLE001 (the thread must not die silently: say it on the page)
-                    self.running = False
-                    self.g_status.content = f"stopped: {exc if isinstance(exc, GranularError) else repr(exc)}"
-                    continue
-            self._redraw()
-            time.sleep(max(0.0, 1.0 / FPS - (time.perf_counter() - start)))
-
     def _redraw(self):
         with self.lock:
             w = self.world
@@ -194,8 +153,7 @@ class Live3D:
         self.panel.follow.update(float(trunk[0]), float(trunk[1]), float(w.terrain(trunk[:2])[0]))
         self._plot(w, contacts)
         self._colour_selected(w)
-        self.g_status.content = (f"t = {t:.2f} s · {len(forces)} feet in the medium · {w.feet.model.dataset.medium}, "
-                                 f"{w.feet.law}  \n{self.panel.note_scale()}")
+        self.g_status.content = self.status(t)
 
     def _colour_selected(self, w):
         """The selected foot orange, the others blue (as in the planar viewer)."""
@@ -231,6 +189,109 @@ class Live3D:
         except QhullError:
             ring = pts
         self.panel.show((ring, wrench[[0, 2]]), slice_title(name, theta))
+
+
+class Live3D(Scene3D):
+    """A 3D scenario stepping in a thread, drawn in a viser server."""
+
+    def __init__(self, server, path, medium=None):
+        from granular.scenarios import scenario3d
+
+        self.path, self.medium = path, medium
+        super().__init__(server, scenario3d.build(path, medium=medium))
+        self.running, self.stop_event = False, threading.Event()
+        gui = server.gui
+        self.g_run, self.g_step = gui.add_button("Start / pause"), gui.add_button("Step")
+        self.g_reset = gui.add_button("Reset")
+        self.g_run.on_click(lambda _: setattr(self, "running", not self.running))
+        self.g_step.on_click(lambda _: self._advance(1))
+        self.g_reset.on_click(lambda _: self.reset())
+        self._redraw()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    def reset(self):
+        with self.lock:
+            self.world = self.scenario3d.build(self.path, medium=self.medium)
+            self.forces, self.contacts = {}, {}
+        self._redraw()
+
+    def _advance(self, steps):
+        from granular.simulation import mujoco3d
+
+        with self.lock:
+            w = self.world
+            for _ in range(steps):
+                if w.gait is not None:
+                    w.mj_data.ctrl[:] = w.gait(w.mj_data.time, self.scenario3d.pitch(w.mj_data))
+                result, thetas = mujoco3d.step(w.mj_model, w.mj_data, w.feet, w.terrain)
+            states = mujoco3d.foot_states(w.mj_model, w.mj_data, w.feet, w.terrain)
+            self._split(mujoco3d.foot_forces(states, thetas, result, w.mj_model.opt.timestep))
+
+    def _loop(self):
+        while not self.stop_event.is_set():
+            start = time.perf_counter()
+            if self.running:
+                try:
+                    self._advance(max(1, int(round(1.0 / FPS / self.world.mj_model.opt.timestep))))
+                except Exception as exc:  # noqa: BLE001 (the thread must not die silently: say it on the page)
+                    self.running = False
+                    self.g_status.content = f"stopped: {exc if isinstance(exc, GranularError) else repr(exc)}"
+                    continue
+            self._redraw()
+            time.sleep(max(0.0, 1.0 / FPS - (time.perf_counter() - start)))
+
+    def close(self):
+        self.stop_event.set()
+        self.thread.join(timeout=2)
+
+
+class Replay3D(Scene3D):
+    """A 3D run file played back: a time slider and Play / pause; the scene rebuilt from the
+    scenario the run names (:func:`granular.simulation.runfile3d.scenario_of`), its state set from
+    the record at each frame."""
+
+    def __init__(self, server, run, medium=None):
+        from granular.scenarios import scenario3d
+        from granular.simulation import runfile3d
+
+        self.run = run
+        world = scenario3d.build(runfile3d.scenario_of(run), medium=medium, law=run["contact"], dt=run["dt"])
+        if world.mj_model.nq != run["qpos"].shape[1] or len(world.feet.names) != len(run["feet"]):
+            raise GranularError(f"the scenario {run['scenario']!r} has changed since the run (another robot or "
+                                "feet): cannot replay it")
+        super().__init__(server, world)
+        gui = server.gui
+        self.g_time = gui.add_slider("Time (s)", min=0.0, max=float(run["t"][-1]), step=float(run["dt"]),
+                                     initial_value=0.0)
+        self.g_play = gui.add_button("Play / pause")
+        self.playing, self.stop_event = False, threading.Event()
+        self.g_play.on_click(lambda _: setattr(self, "playing", not self.playing))
+        for control in (self.g_time, self.panel.g_foot, self.panel.g_scale):
+            control.on_update(lambda _: self.draw())
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+        self.draw()
+
+    def _loop(self):
+        while not self.stop_event.is_set():
+            if self.playing:
+                self.g_time.value = (self.g_time.value + 1.0 / FPS) % max(self.run["t"][-1], 1e-9)
+            time.sleep(1.0 / FPS)
+
+    def draw(self):
+        """The record's state at the slider's time, and the forces of the step that ended there."""
+        run, d = self.run, self.world.mj_data
+        i = min(max(int(round(self.g_time.value / run["dt"])), 0), len(run["t"]) - 1)
+        s = min(max(i - 1, 0), len(run["work"]) - 1)  # step s ends at time t[s + 1]
+        with self.lock:
+            d.qpos[:], d.qvel[:], d.time = run["qpos"][i], run["qvel"][i], run["t"][i]
+            self._split({k: (run["p_center"][s, k], run["force"][s, k], run["theta"][s, k], run["wrench"][s, k])
+                         for k in np.flatnonzero(run["active"][s])} if i > 0 else {})
+        self._redraw()
+
+    def status(self, t) -> str:
+        return f"replay of **{self.run['scenario']}** · " + super().status(t)
 
     def close(self):
         self.stop_event.set()

@@ -17,8 +17,8 @@ A scenario file names the robot's model and which of its geoms are feet in the m
 
 The time step is the MJCF's ``<option timestep>`` unless ``dt`` is given; actuators, joint limits
 and every rigid contact are MuJoCo's. The run is :func:`run`'s: the coupled step of
-:mod:`granular.simulation.mujoco3d` repeated, recording per body its position, per foot its θ,
-and the system's energy (MuJoCo's kinetic + gravitational potential) after each step.
+:mod:`granular.simulation.mujoco3d` repeated, recording MuJoCo's state, per foot its θ and force,
+and the system's energy (MuJoCo's kinetic + gravitational potential) after each step (:data:`RECORD`).
 """
 from __future__ import annotations
 
@@ -129,7 +129,8 @@ def load(path) -> Scenario3DFile:
     return load_schema(path, Scenario3DFile, "3D scenario", {"granular.law": LAWS})
 
 
-def build(path, medium: str | None = None, law: str | None = None, duration: float | None = None) -> World:
+def build(path, medium: str | None = None, law: str | None = None, duration: float | None = None,
+          dt: float | None = None) -> World:
     import mujoco
 
     from granular.simulation import mujoco3d
@@ -144,8 +145,8 @@ def build(path, medium: str | None = None, law: str | None = None, duration: flo
     if not model_file.is_file():
         raise GranularError(f"{path}: robot.{key} {name!r}: no such file ({model_file})")
     mj_model = robot3d.load(model_file, key == "urdf", robot.floating, robot.kp, robot.kv)
-    if spec.dt is not None:
-        mj_model.opt.timestep = spec.dt
+    if dt is not None or spec.dt is not None:
+        mj_model.opt.timestep = dt if dt is not None else spec.dt
     wrenches = _medium(path, medium or spec.granular.medium)
     try:
         feet = robot3d.foot_geoms(mj_model, spec.granular.feet)
@@ -271,7 +272,7 @@ def energy(world) -> float:
 
 
 def run(world, progress: bool = False) -> dict:
-    """Step the scenario to its duration: the record (t, body positions, feet's θ, energy)."""
+    """Step the scenario to its duration: the record (:data:`RECORD`)."""
     import mujoco
     from tqdm import tqdm
 
@@ -279,29 +280,44 @@ def run(world, progress: bool = False) -> dict:
 
     m, d = world.mj_model, world.mj_data
     steps = int(round(world.spec.duration / m.opt.timestep))
-    nb = m.nbody
-    rec = {"t": np.zeros(steps + 1), "pos": np.zeros((steps + 1, nb, 3)),
-           "theta": np.zeros((steps + 1, len(world.feet.names), 2)), "energy": np.zeros(steps + 1)}
+    n = len(world.feet.names)
+    rec = {"t": np.zeros(steps + 1), "pos": np.zeros((steps + 1, m.nbody, 3)), "qpos": np.zeros((steps + 1, m.nq)),
+           "qvel": np.zeros((steps + 1, m.nv)), "theta": np.zeros((steps + 1, n, 2)), "energy": np.zeros(steps + 1),
+           "active": np.zeros((steps, n), bool), "force": np.zeros((steps, n, 3)), "wrench": np.zeros((steps, n, 6)),
+           "p_center": np.zeros((steps, n, 3)), "work": np.zeros(steps)}
     _record(rec, 0, world)
     for k in tqdm(range(1, steps + 1), desc=world.path.stem, disable=None if progress else True, unit="step"):
         if world.gait is not None:
             d.ctrl[:] = world.gait(d.time, pitch(d))
-        mujoco3d.step(m, d, world.feet, world.terrain)
+        result, thetas = mujoco3d.step(m, d, world.feet, world.terrain)
         mujoco.mj_fwdPosition(m, d)  # positions and mass matrix after the step, for the record
-        _record(rec, k, world)
+        states = _record(rec, k, world)
+        for j, (p, force, _, wrench) in mujoco3d.foot_forces(states, thetas, result, m.opt.timestep).items():
+            rec["active"][k - 1, j], rec["force"][k - 1, j], rec["wrench"][k - 1, j], rec["p_center"][k - 1, j] = \
+                True, force, wrench, p
+        rec["work"][k - 1] = 0.0 if result is None else result.work
     return rec
 
 
+#: What :func:`run` records: after each step (S + 1 rows) ``t`` s, ``pos`` (nbody, 3) m, ``qpos``,
+#: ``qvel`` (MuJoCo's), the feet's ``theta`` (d m, φ rad), ``energy`` J; per step (S rows) and foot,
+#: ``active`` (in the medium), ``force`` (3,) N in world axes at ``p_center`` (3,) m, ``wrench`` (6,)
+#: N, N·m about p_r in the foot's tilt frame, and the step's ``work`` J by the medium on the bodies.
+RECORD = ("t", "pos", "qpos", "qvel", "theta", "energy", "active", "force", "wrench", "p_center", "work")
+
+
 def _record(rec, k, world):
-    """Row k of the record: time, body positions, the feet's θ and the energy now."""
+    """Row k of the per-state record; returns the feet's states now."""
     from granular.simulation import mujoco3d
 
     d = world.mj_data
-    thetas = [s[0] for s in mujoco3d.foot_states(world.mj_model, d, world.feet, world.terrain)]
+    states = mujoco3d.foot_states(world.mj_model, d, world.feet, world.terrain)
     rec["t"][k] = d.time
     rec["pos"][k] = d.xpos
-    rec["theta"][k] = thetas
+    rec["qpos"][k], rec["qvel"][k] = d.qpos, d.qvel
+    rec["theta"][k] = [s[0] for s in states]
     rec["energy"][k] = energy(world)
+    return states
 
 
 def summary(world, rec) -> dict:
@@ -320,5 +336,7 @@ def summary(world, rec) -> dict:
                             "final_theta": rec["theta"][-1, j].round(6).tolist()}
                      for j, name in enumerate(world.feet.names)},
             "energy": {"initial_J": float(rec["energy"][0]), "final_J": float(rec["energy"][-1]),
-                       "largest_gain_per_step_J": float(max(0.0, gained.max())) if len(gained) else 0.0},
+                       "largest_gain_per_step_J": float(max(0.0, gained.max())) if len(gained) else 0.0,
+                       "medium_took_J": float(-np.minimum(rec["work"], 0.0).sum()),
+                       "medium_gave_J": float(np.maximum(rec["work"], 0.0).sum())},
             "final_speed": float(np.abs(world.mj_data.qvel).max())}

@@ -163,6 +163,17 @@ def step(mj_model, mj_data, feet: GranularFeet, terrain, applied=None):
     return result, [s[0] for s in states]
 
 
+def foot_forces(states, thetas, result, h) -> dict:
+    """Each foot in contact in a step (``thetas`` and ``result`` as :func:`step` returns them; ``states``
+    the feet's :func:`foot_states` now, for where to draw): k → (p_center (3,), its force in world axes
+    (3,) N, the step's θ (2,), its wrench about p_r in F_c3 (6,) N, N·m)."""
+    if result is None:
+        return {}
+    contact = [k for k, theta in enumerate(thetas) if theta[0] < 0]
+    return {k: (states[k][2], states[k][1][:3, :3] @ c[:3] / h, np.asarray(thetas[k], float), np.asarray(c) / h)
+            for k, c in zip(contact, result.impulses)}
+
+
 def effective_mass(mj_model, mj_data, M) -> np.ndarray:
     """M̃ = M − h D (nv, nv): the mass matrix MuJoCo's integrator divides a step's forces by. D is the
     derivative of the smooth forces by the velocity that it integrates implicitly: the joints' damping

@@ -61,14 +61,18 @@ def cmd_sim(args):
 
 def _sim3d(args, path):
     from granular.scenarios import scenario3d
+    from granular.simulation import runfile3d
 
-    for option in ("out", "video", "dt", "solver", "representation"):
+    for option in ("video", "solver", "representation"):
         if getattr(args, option, None):
             raise GranularError(f"--{option}: not for a 3D (MuJoCo) scenario yet; {path.name} is one")
     check_outputs(args, [path])
-    world = scenario3d.build(path, medium=args.medium, law=args.contact, duration=args.duration)
+    world = scenario3d.build(path, medium=args.medium, law=args.contact, duration=args.duration, dt=args.dt)
     rec = scenario3d.run(world, progress=True)
     summary = scenario3d.summary(world, rec)
+    if args.out:
+        runfile3d.write(world, rec, summary, args.out)
+        summary["run_file"] = str(args.out)
     if args.plot:
         from granular.apps import plots3d
 
