@@ -115,8 +115,9 @@ def test_the_compiled_wrench_space_equals_the_model_s_own(ds3, target):
     theta[0] = [np.nan, 0.0]
     A = model.fixed_normals(72)
     b, P = model.support(A, theta)
-    P0 = wm3.WrenchSpaceModel3D.points(model, theta)
+    P0 = model._regressed(theta)
     np.testing.assert_allclose(P, P0, rtol=0, atol=1e-12 * np.abs(P0).max())
+    np.testing.assert_allclose(model.points(theta), P0, rtol=0, atol=1e-12 * np.abs(P0).max())
     np.testing.assert_allclose(b, polytopes.support_offsets(A, P0), rtol=0, atol=1e-12 * np.abs(P0).max())
     assert not P[0].any() and not b[0].any()
 

@@ -35,6 +35,7 @@ from granular.wrench.flow3d import SphereMap
 
 FORMAT, VERSION = "granular-wrench-model", 3  # the planar model's format, with wrench_space = "3d"
 _FLIP_PHI = np.array([1.0, -1.0])
+_NO_NORMALS = np.zeros((0, 6))
 
 
 def symmetrize(ds: wd.WrenchDataset) -> wd.WrenchDataset:
@@ -118,7 +119,7 @@ class WrenchSpaceModel3D:
         thetas = np.ascontiguousarray(np.asarray(thetas, dtype=float).reshape(-1, 2))
         linear = self._linear
         if linear is None:
-            points = self.points(thetas)
+            points = self._regressed(thetas)
             return polytopes.support_offsets(A, points), points
         b, W = support_3d(thetas, *linear, np.ascontiguousarray(A, dtype=float))
         return b, W.reshape(len(thetas), self.m, 6)
@@ -136,6 +137,13 @@ class WrenchSpaceModel3D:
     def points(self, thetas) -> np.ndarray:
         """Predicted extreme wrenches (k, m, 6) in F_r for configurations (k, 2); zero where d ≥ 0."""
         thetas = np.asarray(thetas, dtype=float).reshape(-1, 2)
+        if self._linear is None:
+            return self._regressed(thetas)
+        # an RBF: the compiled call, with no normals
+        return support_3d(np.ascontiguousarray(thetas), *self._linear, _NO_NORMALS)[1].reshape(len(thetas), self.m, 6)
+
+    def _regressed(self, thetas) -> np.ndarray:
+        """:meth:`points` by the regressor's own predict (any regressor; the compiled call's reference)."""
         out = np.zeros((len(thetas), self.m, 6))
         contact = thetas[:, 0] < 0
         if not contact.any():
