@@ -61,12 +61,14 @@ class Feet:
 @dataclass(frozen=True)
 class Step:
     """A step's outcome: the velocity after it (nv,), each foot's impulse (N, 6) about p_r, which
-    feet stuck, and (set by a coupling that integrates the step) the impulses' work on the bodies."""
+    feet stuck, whether data-flow fell back to max-dissipation, and (set by a coupling that
+    integrates the step) the impulses' work on the bodies."""
 
     v: np.ndarray
     impulses: np.ndarray
     sticking: np.ndarray
     work: float = 0.0   # J the impulses did on the bodies in the step, when the caller measured it
+    fell_back: bool = False   # data-flow's Newton failed and the step kept max-dissipation's impulses
 
 
 def step(model, M, v_free, feet: Feet, h: float, law: str = DEFAULT_LAW, K: int = 72) -> Step:
@@ -101,7 +103,7 @@ def step(model, M, v_free, feet: Feet, h: float, law: str = DEFAULT_LAW, K: int 
         v = _slide(model, Minv, Jr, feet, points, v_free + Minv @ np.einsum("nap,na->p", Jr[sticking], c[sticking]),
                    slide, h)
         if v is None:  # Newton's method failed (a kink of the data's map): the step falls back, as in the plane
-            return Step(v_free + Minv @ np.einsum("nap,na->p", Jr, md), md, _inside(A, ub, md))
+            return Step(v_free + Minv @ np.einsum("nap,na->p", Jr, md), md, _inside(A, ub, md), fell_back=True)
         c_new = c.copy()
         c_new[slide] = h * model.flow_at(points[slide], feet.thetas[slide], np.einsum("nap,p->na", feet.J[slide], v))
         if sticking.any():

@@ -284,7 +284,7 @@ def run(world, progress: bool = False) -> dict:
     rec = {"t": np.zeros(steps + 1), "pos": np.zeros((steps + 1, m.nbody, 3)), "qpos": np.zeros((steps + 1, m.nq)),
            "qvel": np.zeros((steps + 1, m.nv)), "theta": np.zeros((steps + 1, n, 2)), "energy": np.zeros(steps + 1),
            "active": np.zeros((steps, n), bool), "force": np.zeros((steps, n, 3)), "wrench": np.zeros((steps, n, 6)),
-           "p_center": np.zeros((steps, n, 3)), "work": np.zeros(steps)}
+           "p_center": np.zeros((steps, n, 3)), "work": np.zeros(steps), "fell_back": np.zeros(steps, bool)}
     _record(rec, 0, world)
     for k in tqdm(range(1, steps + 1), desc=world.path.stem, disable=None if progress else True, unit="step"):
         if world.gait is not None:
@@ -295,15 +295,18 @@ def run(world, progress: bool = False) -> dict:
         for j, (p, force, _, wrench) in mujoco3d.foot_forces(states, thetas, result, m.opt.timestep).items():
             rec["active"][k - 1, j], rec["force"][k - 1, j], rec["wrench"][k - 1, j], rec["p_center"][k - 1, j] = \
                 True, force, wrench, p
-        rec["work"][k - 1] = 0.0 if result is None else result.work
+        if result is not None:
+            rec["work"][k - 1], rec["fell_back"][k - 1] = result.work, result.fell_back
     return rec
 
 
 #: What :func:`run` records: after each step (S + 1 rows) ``t`` s, ``pos`` (nbody, 3) m, ``qpos``,
 #: ``qvel`` (MuJoCo's), the feet's ``theta`` (d m, φ rad), ``energy`` J; per step (S rows) and foot,
 #: ``active`` (in the medium), ``force`` (3,) N in world axes at ``p_center`` (3,) m, ``wrench`` (6,)
-#: N, N·m about p_r in the foot's tilt frame, and the step's ``work`` J by the medium on the bodies.
-RECORD = ("t", "pos", "qpos", "qvel", "theta", "energy", "active", "force", "wrench", "p_center", "work")
+#: N, N·m about p_r in the foot's tilt frame, the step's ``work`` J by the medium on the bodies, and
+#: whether data-flow ``fell_back`` to max-dissipation's impulses in the step.
+RECORD = ("t", "pos", "qpos", "qvel", "theta", "energy", "active", "force", "wrench", "p_center", "work",
+          "fell_back")
 
 
 def _record(rec, k, world):
@@ -331,7 +334,7 @@ def summary(world, rec) -> dict:
     gained = np.diff(rec["energy"])
     return {"scenario": world.path.stem, "kind": "3d", "duration_s": float(rec["t"][-1]),
             "dt_s": float(m.opt.timestep), "steps": len(rec["t"]) - 1, "medium": world.feet.model.dataset.medium,
-            "contact": world.feet.law, "bodies": bodies,
+            "contact": world.feet.law, "law_fallback_steps": int(rec["fell_back"].sum()), "bodies": bodies,
             "feet": {name: {"max_depth_m": float(max(0.0, depth[:, j].max())),
                             "final_theta": rec["theta"][-1, j].round(6).tolist()}
                      for j, name in enumerate(world.feet.names)},
