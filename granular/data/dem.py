@@ -240,6 +240,7 @@ orient = Quaternion(Vector3(0, -1, 0), phi)
 ids = O.bodies.append(geom.facetCylinder(start + Vector3(0, 0, lift) + axis * (L / 2), R, L, orientation=orient,
                                          segmentsNumber=16, wallMask=7, material="beads"))
 newton = O.engines[-1]
+newton.damping = P.get("damping", newton.damping)  # a study's run without the bed's numerical damping
 base = O.engines[:-1]
 # step 2: straight down from above the surface to the start point
 if lift > 0:
@@ -336,6 +337,7 @@ ids = O.bodies.append(geom.facetCylinder(start + Vector3(0, 0, lift) + axis * (L
                                          orientation=Quaternion(Vector3(0, -1, 0), phi0),
                                          segmentsNumber=16, wallMask=7, material="beads"))
 newton = O.engines[-1]
+newton.damping = P.get("damping", newton.damping)  # a study's run without the bed's numerical damping
 base = O.engines[:-1]
 # straight down from above the surface to the first waypoint, unrecorded (as in RUN_SCRIPT)
 if lift > 0:

@@ -62,6 +62,7 @@ class Variant:
     batch: bool = False                   # a configuration's directions in one YADE process (dem.run_batch)
     run_young: float | None = None        # run the bed at this stiffness (Pa) rather than the one it was made with
     speed: float = BEADS_SPEED            # the drag's speed in x and z (m/s); the run is as long as the same path takes
+    run_damping: float | None = None      # YADE's local (numerical) damping in the runs; None: the bed's, 0.4
 
 
 def variants() -> dict:
@@ -140,6 +141,12 @@ def preparation_variants(soft: dem.Bed) -> dict:
                                f" (denser), levelled at {tr['packing']:g}"),
         "P-v0.05": Variant(soft, run_young=stiff, speed=0.05, reference="P-ref", what="dragged at 0.05 m/s (4× slower)"),
         "P-v0.5": Variant(soft, run_young=stiff, speed=0.5, reference="P-ref", what="dragged at 0.5 m/s (2.5× faster)"),
+        # Is the rate effect YADE's local damping (0.4, the bed's, kept in the runs), which resists every
+        # grain's acceleration? The same two speeds without it.
+        "P-d0": Variant(soft, run_young=stiff, run_damping=0.0, reference="P-ref",
+                        what="P-ref's runs without YADE's local damping (0 for 0.4)"),
+        "P-v0.5-d0": Variant(soft, run_young=stiff, speed=0.5, run_damping=0.0, reference="P-d0",
+                             what="dragged at 0.5 m/s, without local damping"),
     }
 
 
@@ -193,6 +200,8 @@ def run_variant(name: str, variant: Variant, workdir: Path, rows: list, out: Pat
                          t_total, foot, "beads", variant.insert_speed, variant.run_young)
         for params, dname in zip(plans, DIRECTIONS):
             params["name"] = f"{name}_{cname}_{dname}"
+            if variant.run_damping is not None:
+                params["damping"] = variant.run_damping
         plans = [(p, d) for p, d in zip(plans, DIRECTIONS)
                  if not any(r["variant"] == name and r["config"] == cname and r["direction"] == d for r in rows)]
         batch_wall = batch_cpu = None
@@ -221,7 +230,7 @@ def run_variant(name: str, variant: Variant, workdir: Path, rows: list, out: Pat
                          "config": cname, "d": theta[0], "phi": theta[1], "direction": dname,
                          "fx": w[0], "fz": w[1], "tau": w[2], "fx_win": win[0], "fz_win": win[1], "tau_win": win[2],
                          "run_s": side.get("seconds"), "wall_s": wall, "cpu_s": cpu, "insert_speed": variant.insert_speed,
-                         "speed": variant.speed,
+                         "speed": variant.speed, "damping": 0.4 if variant.run_damping is None else variant.run_damping,
                          "young": variant.run_young or variant.bed.young, "periodic": variant.bed.periodic, "seed": variant.bed.seed,
                          "box": "x".join(f"{b:g}" for b in variant.bed.box), "spheres": info["spheres"],
                          "packing": info["packing_measured"], "unbalanced": raw.get("unbalanced"),
