@@ -295,11 +295,12 @@ def start(scenario="quad-trot", medium=None, replay=None, host="127.0.0.1", port
 
     from granular.scenarios import scenario3d
 
+    from granular.apps.viewer3d import scenario_of
     from granular.simulation import runfile3d
 
     run3d = runfile3d.read(replay) if replay and runfile3d.is_run3d(replay) else None
     run = runfile.read(replay) if replay and run3d is None else None  # a bad file fails before the server starts
-    path = runfile3d.scenario_of(run3d) if run3d else scenarios.find(scenario)
+    path = scenario_of(run3d) if run3d else scenarios.find(scenario)
     spatial = scenario3d.is_3d(path)
     if spatial and replay and run3d is None:
         raise GranularError(f"{replay}: a planar run file; {path.name} is a 3D (MuJoCo) scenario")

@@ -248,15 +248,14 @@ class Live3D(Scene3D):
 
 class Replay3D(Scene3D):
     """A 3D run file played back: a time slider and Play / pause; the scene rebuilt from the
-    scenario the run names (:func:`granular.simulation.runfile3d.scenario_of`), its state set from
+    scenario the run names (:func:`scenario_of`), its state set from
     the record at each frame."""
 
     def __init__(self, server, run, medium=None):
         from granular.scenarios import scenario3d
-        from granular.simulation import runfile3d
 
         self.run = run
-        world = scenario3d.build(runfile3d.scenario_of(run), medium=medium, law=run["contact"], dt=run["dt"])
+        world = scenario3d.build(scenario_of(run), medium=medium, law=run["contact"], dt=run["dt"])
         if world.mj_model.nq != run["qpos"].shape[1] or len(world.feet.names) != len(run["feet"]):
             raise GranularError(f"the scenario {run['scenario']!r} has changed since the run (another robot or "
                                 "feet): cannot replay it")
@@ -296,3 +295,19 @@ class Replay3D(Scene3D):
     def close(self):
         self.stop_event.set()
         self.thread.join(timeout=2)
+
+
+def scenario_of(run: dict) -> Path:
+    """The scenario file a replay rebuilds its scene from: where it was run, else the shipped one."""
+    from pathlib import Path
+
+    from granular.scenarios import scenario as scenarios
+
+    where = Path(run["scenario_file"])
+    if where.is_file():
+        return where
+    try:
+        return scenarios.find(run["scenario"])
+    except GranularError:
+        raise GranularError(f"the run's scenario file {where} is gone and {run['scenario']!r} is not a shipped "
+                            "scenario: the replay needs it to draw the robot") from None

@@ -5,7 +5,8 @@ Root attributes: ``format = "granular-run3d"``, ``version``, ``scenario`` (its n
 (the path it was run from, absolute), ``medium``, ``contact`` (the law), ``dt`` (s), ``mujoco`` (the
 version that ran it), ``feet`` and ``bodies`` (names, JSON), ``summary`` (the --json object, JSON).
 Arrays: :data:`granular.scenarios.scenario3d.RECORD`, each with a ``units`` attribute. A replay
-rebuilds the scene from the scenario file and sets MuJoCo's ``qpos`` from the record, so the file
+rebuilds the scene from the scenario file (:func:`granular.apps.viewer3d.scenario_of`) and sets
+MuJoCo's ``qpos`` from the record, so the file
 holds the motion, not the model: the scenario file (and its MJCF) must still be where the run says,
 or be a shipped scenario of that name.
 """
@@ -69,17 +70,3 @@ def is_run3d(path) -> bool:
             return f.attrs.get("format") == FORMAT
     except OSError:
         return False
-
-
-def scenario_of(run: dict) -> Path:
-    """The scenario file a replay rebuilds its scene from: where it was run, else the shipped one."""
-    from granular.scenarios import scenario as scenarios
-
-    where = Path(run["scenario_file"])
-    if where.is_file():
-        return where
-    try:
-        return scenarios.find(run["scenario"])
-    except GranularError:
-        raise GranularError(f"the run's scenario file {where} is gone and {run['scenario']!r} is not a shipped "
-                            "scenario: the replay needs it to draw the robot") from None
