@@ -176,3 +176,27 @@ def test_the_artefact_study_compares_any_two_variants_cell_by_cell(tmp_path, cap
     for bad, word in (("C", "not VARIANT:REFERENCE"), ("C:Z", "unknown variant(s) Z")):
         assert dem_study.main(["report", str(tmp_path / "r.csv"), "--against", bad]) == 2
         assert word in capsys.readouterr().err
+    assert dem_study.main(["report", str(tmp_path / "r.csv"), "--variants", "A,B"]) == 0
+    text = capsys.readouterr().out
+    assert "| B vs A |" in text and "| C " not in text
+    assert dem_study.main(["report", str(tmp_path / "r.csv"), "--variants", "A,Q"]) == 2
+
+
+def test_the_preparation_study_drags_each_speed_along_the_same_path():
+    """P-v0.05 and P-v0.5 run P-ref's paths (start and θ_des the same, v and t_total scaled inversely);
+    only the damping variants carry a damping, and each variant changes one thing of P-ref."""
+    from dataclasses import replace
+
+    from granular.data import dem_study
+
+    known = dem_study.variants()
+    ref = dem_study.plan("P-ref", known["P-ref"], "bed")
+    for name, rate in (("P-v0.05", 0.25), ("P-v0.5", 2.5)):
+        for cell, runs in dem_study.plan(name, known[name], "bed").items():
+            for (p, _), (q, _) in zip(runs, ref[cell]):
+                assert np.allclose(p["v_des"], rate * np.array(q["v_des"])) and np.isclose(p["t_total"] * rate, q["t_total"])
+                assert p["theta_des"] == q["theta_des"] and "damping" not in p
+    assert all(p["damping"] == 0.0 for runs in dem_study.plan("P-d0", known["P-d0"], "bed").values() for p, _ in runs)
+    base = known["P-ref"]
+    for name in ("P-psd", "P-pack", "P-s2"):
+        assert known[name].bed != base.bed and replace(known[name], bed=base.bed, reference="", what=base.what) == base

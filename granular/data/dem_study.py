@@ -181,13 +181,32 @@ def _window(path, foot, cutoff):
     return w.mean(axis=0)
 
 
+def plan(name: str, variant: Variant, bed_path) -> dict:
+    """The variant's runs per configuration: [(dem.plan's parameters, direction name)]. A variant
+    dragged at another speed runs the same path (v_des and t_total scaled inversely)."""
+    from granular.foot import Foot
+
+    rate = variant.speed / BEADS_SPEED
+    scale, t_total = rate * np.array(dem.BEADS_VELOCITY_SCALE), T_TOTAL / rate
+    out = {}
+    for cname, theta in CONFIGS.items():
+        runs = dem.plan(bed_path, variant.bed, [theta], np.array(list(DIRECTIONS.values())), scale, t_total, Foot(),
+                        "beads", variant.insert_speed, variant.run_young)
+        for params, dname in zip(runs, DIRECTIONS):
+            params["name"] = f"{name}_{cname}_{dname}"
+            if variant.run_damping is not None:
+                params["damping"] = variant.run_damping
+        out[cname] = list(zip(runs, DIRECTIONS))
+    return out
+
+
 def run_variant(name: str, variant: Variant, workdir: Path, rows: list, out: Path | None):
     """Prepare the variant's bed and run its configurations × directions, appending a row per run."""
     from granular.data import ingest
     from granular.foot import Foot
 
     rate = variant.speed / BEADS_SPEED
-    foot, scale, t_total = Foot(), rate * np.array(dem.BEADS_VELOCITY_SCALE), T_TOTAL / rate
+    foot = Foot()
     folder = workdir / _bed_dir(variant.bed)
     t = time.time()
     dem.prepare_bed(variant.bed, folder, threads=1, progress=True)
@@ -195,14 +214,10 @@ def run_variant(name: str, variant: Variant, workdir: Path, rows: list, out: Pat
     raw = json.loads(dem._bed_info(folder).read_text())
     log.info("%s: bed %s, %d spheres, packing %.3f, unbalanced %.3g (%.0f s)", name, folder.name, info["spheres"],
              info["packing_measured"], raw.get("unbalanced", float("nan")), time.time() - t)
-    for cname, theta in CONFIGS.items():
-        plans = dem.plan(dem.bed_file(folder), variant.bed, [theta], np.array(list(DIRECTIONS.values())), scale,
-                         t_total, foot, "beads", variant.insert_speed, variant.run_young)
-        for params, dname in zip(plans, DIRECTIONS):
-            params["name"] = f"{name}_{cname}_{dname}"
-            if variant.run_damping is not None:
-                params["damping"] = variant.run_damping
-        plans = [(p, d) for p, d in zip(plans, DIRECTIONS)
+    for cname, plans in plan(name, variant, dem.bed_file(folder)).items():
+        theta = CONFIGS[cname]
+        t_total = plans[0][0]["t_total"]
+        plans = [(p, d) for p, d in plans
                  if not any(r["variant"] == name and r["config"] == cname and r["direction"] == d for r in rows)]
         batch_wall = batch_cpu = None
         if variant.batch and plans:
@@ -382,11 +397,15 @@ def main(argv=None):
     s.add_argument("results")
     s.add_argument("--against", default="", help="more comparisons, comma-separated VARIANT:REFERENCE pairs "
                                                  "(each variant is always compared with its own reference)")
+    s.add_argument("--variants", default="", help="only these recorded variants (comma-separated), e.g. a study's own")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     try:
         if args.cmd == "report":
             rows = read_rows(args.results)
+            if args.variants:
+                keep = pick(args.variants, dict.fromkeys(r["variant"] for r in rows), "recorded variant")
+                rows = [r for r in rows if r["variant"] in keep]
             print(report(rows, _against(args.against, dict.fromkeys(r["variant"] for r in rows))))
             return 0
         known = variants()
