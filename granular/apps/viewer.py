@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from granular.apps.viewer_gui import Panel, arrow_scale, slice_title
+from granular.apps.viewer_gui import Panel, Playback, arrow_scale, slice_title
 from granular.apps.viewer_scene import Scene
 from granular.dynamics.terrain import Terrain
 from granular.errors import GranularError
@@ -230,30 +230,16 @@ class Replay:
         self.scene = Scene(server)
         pts = run["geometry"]["terrain"]
         self.terrain = Terrain(tuple(pts[:, 0]), tuple(pts[:, 1]))
-        gui = server.gui
-        self.g_time = gui.add_slider("Time (s)", min=0.0, max=float(run["t"][-1]), step=float(run["dt"]),
-                                     initial_value=0.0)
-        self.g_play = gui.add_button("Play / pause")
+        self.playback = Playback(server, run["t"][-1], run["dt"], self.draw, FPS)
+        self.g_time = self.playback.g_time
         forces = np.hypot(run["wrench"][..., 0], run["wrench"][..., 1])[run["active"]]
         self.panel = Panel(server, arrow_scale(forces.max() if forces.size else 1.0), len(run["feet"]))
         try:
             self.model, self.note = load_model(medium or run["medium"]), ""
         except GranularError as exc:
             self.model, self.note = None, f"no W(θ) plot: {exc}"
-        self.playing = False
-        self.g_play.on_click(lambda _: setattr(self, "playing", not self.playing))
-        for control in (self.g_time, self.panel.g_foot, self.panel.g_scale):
-            control.on_update(lambda _: self.draw())
-        self.stop_event = threading.Event()
-        self.thread = threading.Thread(target=self._loop, daemon=True)
-        self.thread.start()
+        self.playback.watch(self.panel.g_foot, self.panel.g_scale)
         self.draw()
-
-    def _loop(self):
-        while not self.stop_event.is_set():
-            if self.playing:
-                self.g_time.value = (self.g_time.value + 1.0 / FPS) % max(self.run["t"][-1], 1e-9)
-            time.sleep(1.0 / FPS)
 
     def draw(self):
         run = self.run
@@ -276,8 +262,7 @@ class Replay:
                                        + (f"  \n{self.note}" if self.note else ""))
 
     def close(self):
-        self.stop_event.set()
-        self.thread.join(timeout=2)
+        self.playback.close()
 
 
 def _medium_name(medium: str) -> str:

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 
-from granular.apps.viewer_gui import Panel, arrow_scale, slice_title
+from granular.apps.viewer_gui import Panel, Playback, arrow_scale, slice_title
 from granular.apps.viewer_scene import FOOT, FORCE, SELECTED, medium_colour
 from granular.errors import GranularError
 
@@ -260,23 +261,10 @@ class Replay3D(Scene3D):
             raise GranularError(f"the scenario {run['scenario']!r} has changed since the run (another robot or "
                                 "feet): cannot replay it")
         super().__init__(server, world)
-        gui = server.gui
-        self.g_time = gui.add_slider("Time (s)", min=0.0, max=float(run["t"][-1]), step=float(run["dt"]),
-                                     initial_value=0.0)
-        self.g_play = gui.add_button("Play / pause")
-        self.playing, self.stop_event = False, threading.Event()
-        self.g_play.on_click(lambda _: setattr(self, "playing", not self.playing))
-        for control in (self.g_time, self.panel.g_foot, self.panel.g_scale):
-            control.on_update(lambda _: self.draw())
-        self.thread = threading.Thread(target=self._loop, daemon=True)
-        self.thread.start()
+        self.playback = Playback(server, run["t"][-1], run["dt"], self.draw, FPS)
+        self.g_time = self.playback.g_time
+        self.playback.watch(self.panel.g_foot, self.panel.g_scale)
         self.draw()
-
-    def _loop(self):
-        while not self.stop_event.is_set():
-            if self.playing:
-                self.g_time.value = (self.g_time.value + 1.0 / FPS) % max(self.run["t"][-1], 1e-9)
-            time.sleep(1.0 / FPS)
 
     def draw(self):
         """The record's state at the slider's time, and the forces of the step that ended there."""
@@ -293,14 +281,11 @@ class Replay3D(Scene3D):
         return f"replay of **{self.run['scenario']}** · " + super().status(t)
 
     def close(self):
-        self.stop_event.set()
-        self.thread.join(timeout=2)
+        self.playback.close()
 
 
 def scenario_of(run: dict) -> Path:
     """The scenario file a replay rebuilds its scene from: where it was run, else the shipped one."""
-    from pathlib import Path
-
     from granular.scenarios import scenario as scenarios
 
     where = Path(run["scenario_file"])

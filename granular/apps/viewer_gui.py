@@ -185,3 +185,34 @@ class Panel:
         if now or time.perf_counter() - self.last_plot >= 0.1:
             self.plot.update(space, title)
             self.last_plot = time.perf_counter()
+
+
+class Playback:
+    """A replay's time slider and Play / pause, and the thread that moves the slider ``fps`` times a
+    second while playing; ``draw`` is called on every change of the slider (and of the controls
+    :meth:`watch` adds)."""
+
+    def __init__(self, server, t_end: float, dt: float, draw, fps: int = 30):
+        gui = server.gui
+        self.g_time = gui.add_slider("Time (s)", min=0.0, max=float(t_end), step=float(dt), initial_value=0.0)
+        self.g_play = gui.add_button("Play / pause")
+        self.playing, self.t_end, self.fps, self.draw = False, float(t_end), fps, draw
+        self.g_play.on_click(lambda _: setattr(self, "playing", not self.playing))
+        self.watch(self.g_time)
+        self.stop_event = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    def watch(self, *controls):
+        for control in controls:
+            control.on_update(lambda _: self.draw())
+
+    def _loop(self):
+        while not self.stop_event.is_set():
+            if self.playing:
+                self.g_time.value = (self.g_time.value + 1.0 / self.fps) % max(self.t_end, 1e-9)
+            time.sleep(1.0 / self.fps)
+
+    def close(self):
+        self.stop_event.set()
+        self.thread.join(timeout=2)
