@@ -27,6 +27,7 @@ def trained(tmp_path_factory):
     return tmp, json.loads(out.stdout)
 
 
+@pytest.mark.xdist_group("cli-trained")  # one worker builds the module fixture once
 def test_train_json_has_cv_for_every_regressor(trained):
     tmp, result = trained
     assert set(result["cv"]) == {"rbf", "gp", "svr"}
@@ -53,6 +54,7 @@ def test_train_on_beads_says_how_much_of_its_error_is_noise(tmp_path):
     assert all(re.search(r"rad: +\d+%, \d\.\d\d \(\d\.\d\d\), \d", c) for c in cells), cells
 
 
+@pytest.mark.xdist_group("cli-trained")  # one worker builds the module fixture once
 def test_inspect_model_at_theta(trained):
     tmp, _ = trained
     out = json.loads(granular("inspect", tmp / "p_model.h5", "--theta", -0.03, 0.2, "--json",
@@ -63,6 +65,7 @@ def test_inspect_model_at_theta(trained):
     assert (tmp / "w.png").stat().st_size > 10_000
 
 
+@pytest.mark.xdist_group("cli-trained")  # one worker builds the module fixture once
 def test_inspect_dataset(trained):
     tmp, _ = trained
     from granular.data.media import MEDIA

@@ -92,7 +92,7 @@ def test_hertz_without_friction_conserves_energy_and_the_damped_laws_lose_it():
         assert E[-1] < 0.95 * E[0], f"{name} dissipates on impact"
 
 
-@pytest.mark.parametrize("dt", [2e-5, 1e-3])
+@pytest.mark.parametrize("dt", [pytest.param(2e-5, marks=pytest.mark.slow), 1e-3])   # 50,000 steps: slow tier
 def test_a_damped_drop_comes_to_rest_upright(dt):
     """At the learned model's 1 ms too: the stick band keeps Bengisu's friction from chattering."""
     E, sim = drop("hunt-crossley", dt, 1.0)

@@ -6,6 +6,7 @@ from granular.io.resources import shipped
 from granular.learning import training
 
 
+@pytest.mark.slow   # three regressors' 5-fold CV: ~18 s; the CLI's train --cv covers the path in the fast tier
 def test_cv_runs_for_all_three_regressors(sand):
     cv = training.cross_validate(sand, folds=4)
     assert set(cv) == {"rbf", "gp", "svr"}
@@ -227,6 +228,7 @@ def test_cv_noise_budget_is_the_error_of_a_smooth_medium_at_the_data_noise(sand)
     assert training.cv_noise_budget(sand, truth, folds=3) is None, "synthetic data have no bed-to-bed noise"
 
 
+@pytest.mark.slow   # a training job with its CV: ~18 s
 def test_smoothing_from_the_data_noise_misses_the_samples_by_that_noise(sand, tmp_path, monkeypatch):
     """``smoothing = "noise"`` (discrepancy principle): the largest λ whose model misses its own samples
     by no more than the data's noise floor; more noise, more smoothing; a job and its folds use it;
