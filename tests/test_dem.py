@@ -225,6 +225,9 @@ def test_runs_keep_their_parameters_unless_a_new_option_is_used():
         "insert_speed", "record_period", "velocity_scale"}
     soft = dem.plan(*args, young=1e7)
     assert all(r["young"] == 1e7 for r in soft) and [r["name"] for r in soft] == [r["name"] for r in runs]
+    undamped = dem.plan(*args, damping=0.0)
+    assert all(r["damping"] == 0.0 and "young" not in r for r in undamped)
+    assert all('P.get("damping", newton.damping)' in script for script in (dem.RUN_SCRIPT, dem.PATH_SCRIPT))
     groups = dem._batches(dem.plan(*args[:2], [[-0.03, 0.5], [-0.06, 0.0]], *args[3:]), 5)
     assert [len(g) for g in groups] == [5, 5, 5, 3, 5, 5, 5, 3]
     assert all(len({tuple(r["theta_des"]) for r in g}) == 1 for g in groups), "a batch shares one configuration"

@@ -585,10 +585,11 @@ def check_fits(bed: Bed, configs, velocity_scale, t_total, foot):
 
 
 def plan(bed_path, bed: Bed, configs, directions, velocity_scale, t_total, foot, medium, insert_speed=1.0,
-         young=None):
+         young=None, damping=None):
     """The runs' parameters: every configuration (d at the lowest point, :mod:`granular.frames`)
     in the medium × direction; ``young`` (Pa) runs the bed at another stiffness than it was made
-    with. A run's ``theta_des`` is p_center's, as the run script places the foot (and as a rig
+    with, ``damping`` at another YADE local damping than the bed's 0.4 (data/README.md: it makes
+    the wrench rate-dependent and stiffer). A run's ``theta_des`` is p_center's, as the run script places the foot (and as a rig
     records it)."""
     check_fits(bed, [c for c in configs if c[0] < 0], velocity_scale, t_total, foot)
     runs = []
@@ -604,22 +605,25 @@ def plan(bed_path, bed: Bed, configs, directions, velocity_scale, t_total, foot,
                          "velocity_scale": list(map(float, velocity_scale))})
             if young is not None:
                 runs[-1]["young"] = float(young)
+            if damping is not None:
+                runs[-1]["damping"] = float(damping)
     return runs
 
 
 def acquire(workdir, bed: Bed, configs, directions, velocity_scale, t_total, foot, medium="beads",
             workers: int = 2, scheduler=None, insert_speed: float = 1.0, progress=True, threads: int | None = None,
-            batch: int = 1, run_young: float | None = None):
+            batch: int = 1, run_young: float | None = None, run_damping: float | None = None):
     """Run every acquisition on a Dask cluster (local unless ``scheduler``); return the CSV paths. The bed
     is prepared here on ``threads`` YADE threads (default: all cores); each run uses one. With
     ``batch`` > 1 a Dask task runs up to that many runs of one configuration in one YADE process
-    (:func:`run_batch`). ``run_young`` (Pa): the runs' stiffness, when the bed was settled at another."""
+    (:func:`run_batch`). ``run_young`` (Pa): the runs' stiffness, when the bed was settled at another;
+    ``run_damping``: the runs' local damping (None: the bed's 0.4)."""
     from distributed import Client, LocalCluster, as_completed
     from tqdm import tqdm
 
     workdir = Path(workdir).resolve()
     runs = plan(bed_file(workdir), bed, configs, directions, velocity_scale, t_total, foot, medium, insert_speed,
-                run_young)
+                run_young, run_damping)
     log.info("preparing the bed (%d spheres, %.3f m deep) in %s", bed.particles, bed.depth, workdir)
     prepare_bed(bed, workdir, threads=threads, progress=progress)
     done = [r for r in runs if is_done(r, workdir)]
@@ -678,7 +682,8 @@ def cost(workdir, paths) -> dict:
 
 def acquire_dataset(out, medium: str, bed: Bed, depths, tilts, m: int, t_total: float, cutoff: float,
                     workdir=None, workers: int = 2, scheduler=None, insert_speed: float = 1.0,
-                    threads: int | None = None, batch: int = 1, run_young: float | None = None):
+                    threads: int | None = None, batch: int = 1, run_young: float | None = None,
+                    run_damping: float | None = None):
     """The whole DEM acquisition of a medium: bed, runs on Dask (resumable in ``workdir``), ingestion
     through the rig path; the dataset, its creator line saying how it was made. ``run_young`` (Pa): run
     at this stiffness a bed settled at ``bed.young`` (docs/beads-studies.md: a bed settled soft is ready sooner)."""
@@ -696,7 +701,7 @@ def acquire_dataset(out, medium: str, bed: Bed, depths, tilts, m: int, t_total: 
     directions = direction_set(m)
     paths = acquire(workdir, bed, config_grid(depths, tilts), directions, scale, t_total, Foot(),
                     medium=medium, workers=workers, scheduler=scheduler, insert_speed=insert_speed, threads=threads,
-                    batch=batch, run_young=run_young)
+                    batch=batch, run_young=run_young, run_damping=run_damping)
     ds = ingest.assemble(paths, out_medium=medium, cutoff=cutoff, m=directions, velocity_scale=scale, source="dem")
     c = cost(workdir, paths)
     cell = "periodic cell" if bed.periodic else "box" if bed.wall_friction is None else \
@@ -704,8 +709,9 @@ def acquire_dataset(out, medium: str, bed: Bed, depths, tilts, m: int, t_total: 
     stiffness = f"E {bed.young:.3g} Pa" if run_young is None else f"settled at E {bed.young:.3g}, run at {run_young:.3g} Pa"
     sizes = f"radii ±{bed.size_spread:g}, " if bed.size_spread else ""
     deposit = "" if bed.deposit_friction is None else f"deposited at friction {bed.deposit_friction:g}, "
+    damped = "" if run_damping is None else f"runs at local damping {run_damping:g}, "
     made = (f"YADE, {c['spheres']} spheres in a {' x '.join(map(str, bed.box))} m {cell}, {stiffness}, "
-            f"{sizes}{deposit}seed {bed.seed}, t_total {t_total} s, "
+            f"{sizes}{deposit}{damped}seed {bed.seed}, t_total {t_total} s, "
             f"insertion {insert_speed} m/s, cutoff {cutoff} Hz; bed {c['bed_s']:.0f} s, "
             f"{c['runs']} runs {c['runs_s'] / 60:.1f} min of YADE time")
     log.info("%s", made)
@@ -865,23 +871,26 @@ def _bed_summary(bed: Bed, workdir) -> dict:
 
 def path_params(name: str, path: str, bed: Bed, folder, summary: dict, waypoints, foot, medium="beads",
                 insert_speed: float = 1.0, cutoff: float = PATH_CUTOFF_HZ, rate: float = PATH_RATE_HZ,
-                run_young: float | None = None) -> dict:
+                run_young: float | None = None, run_damping: float | None = None) -> dict:
     """One prescribed-path run's parameters (what :func:`run_path` is given and :func:`is_done` compares):
     the run ``name`` drives ``foot`` along ``waypoints`` (checked rows) in the bed kept in ``folder``,
-    described by ``summary`` (:func:`_bed_summary`); ``run_young`` (Pa) runs it at another stiffness."""
+    described by ``summary`` (:func:`_bed_summary`); ``run_young`` (Pa) runs it at another stiffness,
+    ``run_damping`` at another local damping."""
     params = {"name": name, "path": path, "seed": bed.seed, "bed": str(bed_file(folder)), "bed_info": summary,
               "box": list(bed.box), "waypoints": waypoints, "foot_radius": foot.radius, "foot_length": foot.length,
               "medium": medium, "clearance": 2 * bed.radius, "insert_speed": insert_speed,
               "record_period": RECORD_PERIOD, "cutoff": cutoff, "rate": rate}
     if run_young is not None:
         params["young"] = float(run_young)
+    if run_damping is not None:
+        params["damping"] = float(run_damping)
     return params
 
 
 def acquire_paths(workdir, beds, paths=None, foot=None, medium="beads", workers: int = 2, scheduler=None,
                   insert_speed: float = 1.0, cutoff: float = PATH_CUTOFF_HZ, rate: float = PATH_RATE_HZ,
                   out=None, timeout: float = 3600, threads: int | None = None, progress: bool = True,
-                  run_young: float | None = None):
+                  run_young: float | None = None, run_damping: float | None = None):
     """Every (bed, path) as a Dask task, each bed prepared once in ``workdir/s<seed>`` (on ``threads``
     YADE threads, default all cores); resumable, a failed run logged and skipped. Returns the CSV
     paths (``PATH_sSEED.csv``), also copied with their sidecars into ``out`` if given, each as its run
@@ -907,7 +916,7 @@ def acquire_paths(workdir, beds, paths=None, foot=None, medium="beads", workers:
                  summary["packing_measured"], summary["seconds"])
         for name in paths:
             runs.append((folder, path_params(f"{name}_s{bed.seed}", name, bed, folder, summary, waypoints[name], foot,
-                                             medium, insert_speed, cutoff, rate, run_young)))
+                                             medium, insert_speed, cutoff, rate, run_young, run_damping)))
     log.info("%d runs, %d already done", len(runs), sum(is_done(p, f) for f, p in runs))
     cluster = None if scheduler else LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                                   dashboard_address=None)

@@ -37,6 +37,10 @@ def add(sub):
                    help="settle the bed at this Young's modulus (Pa) and run at --young: settled at 1e7 a deep bed was "
                         "ready 37× sooner and its plunges met the same force within 3 ± 6 %% (docs/beads-studies.md, "
                         "'The plunge over depth')")
+    a.add_argument("--damping", type=_number(0, 1),
+                   help="YADE's local damping in the runs (default: the bed's 0.4, as every shipped Beads run); 0: "
+                        "none, whose wrench is rate-free and 5-10x smaller (data/README.md, 'How the wrench depends "
+                        "on the preparation')")
     a.add_argument("--periodic", action="store_true",
                    help="a bed periodic in x and y (no side or end walls; the box's X, Y are the period)")
     a.add_argument("--wall-friction", type=_number(0, 10),
@@ -90,7 +94,7 @@ def cmd_acquire(args):
                                  [dataclasses.replace(bed, seed=s) for s in seeds],
                                  {n: dem.VALIDATION_PATHS[n] for n in names}, workers=args.workers,
                                  scheduler=args.scheduler, insert_speed=args.insert_speed, out=args.out,
-                                 threads=args.threads, run_young=run_young)
+                                 threads=args.threads, run_young=run_young, run_damping=args.damping)
         wrote(f"{len(done)} of {len(names) * len(seeds)} runs to {args.out}")
         return
     if args.paths or args.seeds:
@@ -101,6 +105,6 @@ def cmd_acquire(args):
                              args.t_total,
                              args.cutoff, workdir=args.workdir, workers=args.workers, scheduler=args.scheduler,
                              insert_speed=args.insert_speed, threads=args.threads, batch=args.batch,
-                             run_young=run_young)
+                             run_young=run_young, run_damping=args.damping)
     wd.write(ds, args.out)
     wrote(args.out)
