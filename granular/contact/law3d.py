@@ -32,7 +32,9 @@ from granular.errors import GranularError
 LAWS = ("max-dissipation", "data-flow")
 DEFAULT_LAW = "data-flow"
 ITERATIONS, TOLERANCE = 8, 1e-6
-NEWTON_STEPS, NEWTON_TOLERANCE = 20, 1e-10
+#: Newton's iterations: on quad3d-trot all but 26 of 5,299 converging solves take ≤ 8; a failing one
+#: cycles at a kink of the data's map, so stopping at 8 rather than 20 makes the step ~30 % faster.
+NEWTON_STEPS, NEWTON_TOLERANCE = 8, 1e-10
 #: A foot sticks when its impulse is inside h W by this share of the polytope's size.
 INSIDE = 1e-6
 #: Work (J) the impulses may do on the bodies in a step and count as none (round-off).
