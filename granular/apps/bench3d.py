@@ -81,9 +81,8 @@ def trots(path, dt: float, explicit: bool, seconds: float = 4.0, speed: float | 
     from granular.scenarios import scenario3d
     from granular.simulation import mujoco3d
 
-    world = scenario3d.build(path)
+    world = scenario3d.build(path, dt=dt)
     m, d = world.mj_model, world.mj_data
-    m.opt.timestep = dt
     preset = medium(world.feet.model.dataset.medium.removesuffix("3d")) if explicit else None
     given = taken = 0.0
     fell = None
