@@ -60,10 +60,14 @@ MODULES = (
     "contact/reduction.py",
     "contact/active_set.py",
     "contact/flow.py",
+    "contact/step3d.py",
     "wrench/flow.py",
     "learning/linear.py",
     "simulation/fused.py",
+    "simulation/coupled3d.py",
 )
+#: Modules without kernels whose constants kernels compile in (hashed into the key with MODULES).
+CONSTANTS = ("contact/law3d.py",)
 NAME = "granular_kernels"
 #: The top-level folder that holds kernels built at install time, and each build's manifest in it.
 INSTALLED, MANIFEST = "granular_aot", "manifest.json"
@@ -196,7 +200,7 @@ def mode() -> str:
 def key() -> str:
     """What the AOT module was built from: the kernels' source, numpy, Python and the machine."""
     digest = hashlib.sha256()
-    for rel in (*MODULES, "compiled.py"):
+    for rel in (*MODULES, *CONSTANTS, "compiled.py"):
         digest.update((_PACKAGE / rel).read_bytes())
     # numpy's major version only: the install-time build runs in pip's build environment, whose
     # numpy is the newest 2.x, often newer than the one it then runs with; its C API is kept

@@ -29,8 +29,8 @@ def foot_step(scenario: str = "drop3d-tilted", steps: int = 300, settle: float =
         world = scenario3d.build(scenarios.find(scenario), law=law)
         m, d = world.mj_model, world.mj_data
         for _ in range(int(settle / m.opt.timestep)):
-            mujoco3d.step(m, d, world.feet, world.terrain)
-        out[law] = {"us_per_step": median_us(lambda: mujoco3d.step(m, d, world.feet, world.terrain), steps, warmup=5)}
+            mujoco3d.step(m, d, world.feet, world.terrain, workspace=world.workspace)
+        out[law] = {"us_per_step": median_us(lambda: mujoco3d.step(m, d, world.feet, world.terrain, workspace=world.workspace), steps, warmup=5)}
     return out
 
 
@@ -47,7 +47,7 @@ def quadruped(scenario: str = "quad3d-trot", steps: int = 200, settle: float = 1
 
         def one():
             d.ctrl[:] = world.gait(d.time, scenario3d.pitch(d))
-            mujoco3d.step(m, d, world.feet, world.terrain)
+            mujoco3d.step(m, d, world.feet, world.terrain, workspace=world.workspace)
         for _ in range(int(settle / m.opt.timestep)):
             one()
         out[law] = {"us_per_step": median_us(one, steps, warmup=5)}
@@ -91,7 +91,7 @@ def trots(path, dt: float, explicit: bool, seconds: float = 4.0, speed: float | 
         if explicit:
             work = mujoco3d.explicit_step(m, d, world.feet, world.terrain, preset, speed or mujoco3d.EXPLICIT_SPEED)
         else:
-            result, _ = mujoco3d.step(m, d, world.feet, world.terrain)
+            result, _ = mujoco3d.step(m, d, world.feet, world.terrain, workspace=world.workspace)
             work = 0.0 if result is None else result.work
         given, taken = given + max(work, 0.0), taken - min(work, 0.0)
         if not np.isfinite(d.qvel).all() or d.qpos[2] < 0.7 or d.xmat[1][8] < np.cos(np.radians(25)) \

@@ -75,6 +75,7 @@ class Quadruped3DEnv(gymnasium.Env):
         w = self._world
         m, d, rng = w.mj_model, w.mj_data, self.np_random
         mujoco.mj_resetData(m, d)
+        w.workspace.start(np.zeros(0, np.int64))  # an episode starts cold, as a fresh one would
         d.qpos[:], d.qvel[:] = self._start
         widths = {k: v * self.reset_noise for k, v in RESET_WIDTHS.items()}
         d.qpos[self._joints] += rng.uniform(-widths["joints"], widths["joints"], 12)
@@ -103,7 +104,7 @@ class Quadruped3DEnv(gymnasium.Env):
         x0, effort = float(d.qpos[0]), 0.0
         limit = np.where(m.actuator_forcelimited.astype(bool), np.abs(m.actuator_forcerange).max(axis=1), np.inf)
         for _ in range(self.substeps):
-            mujoco3d.step(m, d, w.feet, w.terrain)
+            mujoco3d.step(m, d, w.feet, w.terrain, workspace=w.workspace)
             effort += float(np.mean((d.actuator_force / limit) ** 2))
         self.elapsed += 1
         obs, info = self._observe()

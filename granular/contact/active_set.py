@@ -22,7 +22,8 @@ CONDITION = 1e-4
 @kernel("f8[:, ::1], f8[::1], f8[:, ::1], f8[::1], i8[::1], f8, i8[::1], i8")
 def dual_active_set(H, g, A, ub, rows, tol, active, count):
     """min ½ xᵀ H x + gᵀ x subject to A x ≤ ub, for H positive definite and A block-diagonal by feet
-    (foot f's facets rows[f]:rows[f + 1] act on x[3f:3f + 3] alone): the dual active-set method of
+    (foot f's facets rows[f]:rows[f + 1] act on its own w impulses x[wf:wf + w] alone, w = len(x) /
+    feet: 3 in the plane, 6 in space): the dual active-set method of
     Goldfarb & Idnani (1983), the method quadprog implements. From the minimiser over an active set
     with non-negative multipliers it adds the most violated constraint until none is violated by
     more than ``tol``, keeping the multipliers non-negative on the way (a constraint whose
@@ -58,7 +59,7 @@ def dual_active_set(H, g, A, ub, rows, tol, active, count):
         if p < 0:
             return x, it, na
         f = _constraint_row(A, rows, p, a)
-        _forward_into(L, a, at, 3 * f)
+        _forward_into(L, a, at, _width(rows, n) * f)
         up = 0.0
         while True:
             _project(Q, R, na, at, proj, rr, resid)
@@ -89,8 +90,9 @@ def dual_active_set(H, g, A, ub, rows, tol, active, count):
             if not _qr(Nt, na, Q, R, drop):
                 return x, -2, na
             s = -ub[p]
-            for c in range(3):
-                s += A[p, 3 * f + c] * x[3 * f + c]
+            w = _width(rows, n)
+            for c in range(w * f, w * f + w):
+                s += A[p, c] * x[c]
     return x, -2, na
 
 
@@ -106,7 +108,7 @@ def _warm_start(A, ub, rows, L, active, count, Nt, Q, R, gt, u, proj, rr, a, at,
         p = active[j]
         if p < 0 or p >= len(ub):
             continue
-        _forward_into(L, a, at, 3 * _constraint_row(A, rows, p, a))
+        _forward_into(L, a, at, _width(rows, n) * _constraint_row(A, rows, p, a))
         _project(Q, R, na, at, proj, rr, resid)
         norm = np.sqrt(_vdot(resid, resid, n))
         if norm > INDEPENDENT * np.sqrt(_vdot(at, at, n)):
@@ -192,13 +194,25 @@ def _remove(Nt, active, u, drop, na):
 def _most_violated(A, x, ub, rows, tol):
     """The constraint of A x ≤ ub violated the most beyond ``tol`` and its violation; (−1, 0) if none."""
     best, worst = -1, tol
+    w = _width(rows, len(x))
     for f in range(len(rows) - 1):
-        j = 3 * f
+        j = w * f
         for r in range(rows[f], rows[f + 1]):
-            s = A[r, j] * x[j] + A[r, j + 1] * x[j + 1] + A[r, j + 2] * x[j + 2] - ub[r]
+            if w == 3:  # the plane's hot loop, unrolled
+                s = A[r, j] * x[j] + A[r, j + 1] * x[j + 1] + A[r, j + 2] * x[j + 2] - ub[r]
+            else:
+                s = -ub[r]
+                for c in range(j, j + w):
+                    s += A[r, c] * x[c]
             if s > worst:
                 best, worst = r, s
     return best, (worst if best >= 0 else 0.0)
+
+
+@kernel(inline=True)
+def _width(rows, n):
+    """Impulses per foot: n over the feet (rows has one entry more than there are feet)."""
+    return n // max(len(rows) - 1, 1)
 
 
 @kernel()
@@ -208,8 +222,9 @@ def _constraint_row(A, rows, r, out):
     while rows[f + 1] <= r:
         f += 1
     out[:] = 0.0
-    for c in range(3):
-        out[3 * f + c] = A[r, 3 * f + c]
+    w = _width(rows, len(out))
+    for c in range(w * f, w * f + w):
+        out[c] = A[r, c]
     return f
 
 
@@ -224,7 +239,7 @@ def _vdot(a, b, n):
 @kernel()
 def _forward_into(L, b, y, start):
     """y ← L⁻¹ b for lower-triangular L and b zero before ``start`` (a constraint's row: its foot's
-    three impulses), whose y is zero there too; ``start`` = 0 for a dense b."""
+    impulses), whose y is zero there too; ``start`` = 0 for a dense b."""
     for i in range(start):
         y[i] = 0.0
     for i in range(start, len(b)):

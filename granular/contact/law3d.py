@@ -37,6 +37,9 @@ ITERATIONS, TOLERANCE = 8, 1e-6
 NEWTON_STEPS, NEWTON_TOLERANCE = 8, 1e-10
 #: A foot sticks when its impulse is inside h W by this share of the polytope's size.
 INSIDE = 1e-6
+#: The QP's ridge, × tr P / its size: P is singular where more feet's impulses than the degrees of
+#: freedom they move (nearly so for a quadruped's four feet: 24 impulses on 18 dofs).
+RIDGE = 1e-12
 #: Work (J) the impulses may do on the bodies in a step and count as none (round-off).
 WORK_TOLERANCE = 1e-10
 
@@ -139,7 +142,7 @@ def _qp(Minv, H, Jr, v_free, A, ub, free, held):
     P = B.T @ H @ B
     g = B.T @ H @ base
     n = len(idx) * 6
-    P = 0.5 * (P + P.T) + 1e-12 * np.trace(P) / n * np.eye(n)  # quadprog needs it strictly convex
+    P = 0.5 * (P + P.T) + RIDGE * np.trace(P) / n * np.eye(n)  # quadprog needs it strictly convex
     C = np.zeros((n, len(idx) * A.shape[0]))
     for k, i in enumerate(idx):
         C[6 * k:6 * k + 6, A.shape[0] * k:A.shape[0] * (k + 1)] = -A.T

@@ -123,6 +123,7 @@ class World:
     feet: object
     terrain: object
     gait: object = None      # (t, torso pitch) -> actuator targets, set before each step
+    workspace: object = None  # the coupling's Workspace, carried from step to step
 
 
 def load(path) -> Scenario3DFile:
@@ -174,7 +175,7 @@ def build(path, medium: str | None = None, law: str | None = None, duration: flo
     mujoco.mj_forward(mj_model, data)
     if duration is not None:
         spec = _with_duration(spec, duration)
-    return World(spec, path, mj_model, data, feet, terrain, gait)
+    return World(spec, path, mj_model, data, feet, terrain, gait, mujoco3d.Workspace())
 
 
 def _gait(path, control, mj_model):
@@ -289,7 +290,7 @@ def run(world, progress: bool = False) -> dict:
     for k in tqdm(range(1, steps + 1), desc=world.path.stem, disable=None if progress else True, unit="step"):
         if world.gait is not None:
             d.ctrl[:] = world.gait(d.time, pitch(d))
-        result, thetas = mujoco3d.step(m, d, world.feet, world.terrain)
+        result, thetas = mujoco3d.step(m, d, world.feet, world.terrain, workspace=world.workspace)
         mujoco.mj_fwdPosition(m, d)  # positions and mass matrix after the step, for the record
         states = _record(rec, k, world)
         for j, (p, force, _, wrench) in mujoco3d.foot_forces(states, thetas, result, m.opt.timestep).items():

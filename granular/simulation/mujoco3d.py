@@ -31,15 +31,16 @@ servos are stiff; integrated explicitly (Euler) they, not the medium, limit the 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from granular.contact import law3d
+from granular.contact import law3d, step3d
 from granular.errors import GranularError
-from granular.frames3d import foot_axis, tilt_frame
+from granular.frames3d import foot_axis
+from granular.simulation.coupled3d import CAPSULE, CYLINDER, SPHERE, _ground, coupled, foot_frames, free_motion
 
-SHAPES = {"cylinder": 5, "capsule": 3, "sphere": 2}  # mjtGeom ids of the foot shapes taken
+SHAPES = {"cylinder": CYLINDER, "capsule": CAPSULE, "sphere": SPHERE}  # the foot shapes taken
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,21 @@ class GranularFeet:
     shape: np.ndarray        # mjtGeom ids
     model: object            # WrenchSpaceModel3D
     law: str = law3d.DEFAULT_LAW
+    actuation: "Actuation | None" = None   # the model's implicitly integrated forces (:func:`actuation`)
+
+
+@dataclass(frozen=True)
+class Actuation:
+    """Of a MuJoCo model's smooth forces, those its integrator treats implicitly, by their velocity
+    coefficients (:func:`effective_mass`): per dof, the joint damping; per actuator, an affine gain's
+    (× ctrl) and bias's, and its force range (``limited`` 1.0 where clamped forces drop out)."""
+
+    damping: np.ndarray
+    gain: np.ndarray
+    bias: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    limited: np.ndarray
 
 
 def attach(mj_model, names, wrench_model, law=law3d.DEFAULT_LAW, where="scenario") -> GranularFeet:
@@ -87,80 +103,90 @@ def attach(mj_model, names, wrench_model, law=law3d.DEFAULT_LAW, where="scenario
                      SHAPES["capsule"]: float(mj_model.geom_size[gid, 1]) + radius, SHAPES["sphere"]: radius}[shape])
         mj_model.geom_contype[gid] = 0
         mj_model.geom_conaffinity[gid] = 0
-    return GranularFeet(np.array(ids), tuple(names), np.array(half), mj_model.geom_size[ids, 0].copy(),
-                        mj_model.geom_type[ids].astype(int), wrench_model, law)
+    return GranularFeet(np.array(ids, dtype=np.int64), tuple(names), np.array(half), mj_model.geom_size[ids, 0].copy(),
+                        mj_model.geom_type[ids].astype(np.int64), wrench_model, law, actuation(mj_model))
+
+
+@dataclass
+class Workspace:
+    """What a simulation's coupled steps carry from one to the next, as MuJoCo's mjData does: which
+    feet were in the medium and the active set of their QP, the next step's warm start."""
+
+    contact: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    warm: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+
+    def start(self, contact) -> np.ndarray:
+        """The warm start for the feet ``contact`` in the medium now: the last step's set if they
+        are the same feet, else a cold one."""
+        if not np.array_equal(contact, self.contact):
+            self.contact, self.warm = contact, np.zeros(6 * len(contact) + 1, np.int64)
+        return self.warm
 
 
 def foot_states(mj_model, mj_data, feet: GranularFeet, terrain):
-    """Per foot: θ (2,), the rotation R (6, 6) from F_c3 to world axes, p_center (3,) and the axis (3,).
-    θ's d is the height of the foot's lowest point (a cylinder's bottom rim, a capsule's or sphere's
-    lowest point; :func:`granular.data.rft3d.center_height`)."""
-    out = []
-    for gid, half, radius, shape in zip(feet.geoms, feet.half_length, feet.radius, feet.shape):
-        axis = mj_data.geom_xmat[gid].reshape(3, 3)[:, 2].copy()
-        if shape == SHAPES["sphere"]:  # its axis is taken along the surface normal
-            axis = terrain(mj_data.geom_xpos[gid][:2])[1]
-        elif axis[2] < 0:  # the lower end face is the foot's bottom: taken end for end
-            axis = -axis
-        p_center = mj_data.geom_xpos[gid] - half * axis
-        height, normal = terrain(p_center[:2])
-        S = _surface_frame(normal)
-        phi, psi = tilt_frame(S.T @ axis)
-        c, s = np.cos(psi), np.sin(psi)
-        R = np.zeros((6, 6))  # F_c3 → world for twists and wrenches: the surface frame turned by ψ about its z
-        R[:3, :3] = R[3:, 3:] = S @ np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
-        d = (p_center - np.array([p_center[0], p_center[1], height])) @ normal
-        d -= radius * (np.sin(phi) if shape == SHAPES["cylinder"] else 1.0 - np.cos(phi))  # to the lowest point
-        out.append((np.array([d, phi]), R, p_center, axis))
-    return out
+    """Per foot: θ (2,), the rotation R (6, 6) from F_c3 to world axes, p_center (3,) and the axis (3,)
+    (:func:`foot_frames`)."""
+    thetas, rotations, centers, axes = foot_frames(mj_data.geom_xpos, mj_data.geom_xmat, feet.geoms, feet.half_length,
+                                                   feet.radius, feet.shape, terrain.xs, terrain.zs)
+    R = np.zeros((len(thetas), 6, 6))
+    R[:, :3, :3] = R[:, 3:, 3:] = rotations
+    return list(zip(thetas, R, centers, axes))
 
 
-def _surface_frame(normal) -> np.ndarray:
-    """(3, 3) columns x, y, z of a frame whose z is the surface normal and whose x is level across
-    y (the world's axes on flat ground)."""
-    if normal[2] == 1.0:  # level ground (the terrain callbacks give exactly (0, 0, 1))
-        return np.eye(3)
-    x = np.cross([0.0, 1.0, 0.0], normal)
-    x /= np.linalg.norm(x)
-    return np.column_stack([x, np.cross(normal, x), normal])
-
-
-def step(mj_model, mj_data, feet: GranularFeet, terrain, applied=None):
-    """One coupled step (module docstring); ``applied`` (nv,) generalized forces of the user's,
-    kept in ``qfrc_applied``. Returns the law's :class:`~granular.contact.law3d.Step` and the feet's θ."""
+def step(mj_model, mj_data, feet: GranularFeet, terrain, applied=None, workspace: Workspace | None = None):
+    """One coupled step (module docstring) on the :class:`Ground` ``terrain``; ``applied`` (nv,)
+    generalized forces of the user's, kept in ``qfrc_applied``; ``workspace`` the simulation's
+    :class:`Workspace` (the QP then starts from the last step's active set). Returns the law's
+    :class:`~granular.contact.law3d.Step` (None when no foot is in the medium) and the feet's θ (F, 2)."""
     import mujoco
 
     h = mj_model.opt.timestep
-    base = np.zeros(mj_model.nv) if applied is None else applied
-    mj_data.qfrc_applied[:] = base
+    mj_data.qfrc_applied[:] = 0.0 if applied is None else applied
     mujoco.mj_step1(mj_model, mj_data)
-    states = foot_states(mj_model, mj_data, feet, terrain)
-    contact = [k for k, (theta, *_) in enumerate(states) if theta[0] < 0]
+    thetas, rotations, centers, _ = foot_frames(mj_data.geom_xpos, mj_data.geom_xmat, feet.geoms, feet.half_length,
+                                                feet.radius, feet.shape, terrain.xs, terrain.zs)
+    contact = np.flatnonzero(thetas[:, 0] < 0)
     result = None
-    if contact:
+    if len(contact):
         mujoco.mj_fwdActuation(mj_model, mj_data)
         mujoco.mj_fwdAcceleration(mj_model, mj_data)
-        M = np.zeros((mj_model.nv, mj_model.nv))
+        M = np.empty((mj_model.nv, mj_model.nv))
         mujoco.mj_fullM(mj_model, mj_data, M)
-        Mt = effective_mass(mj_model, mj_data, M)
-        v_free = mj_data.qvel + h * np.linalg.solve(Mt, M @ mj_data.qacc_smooth)
-        J, thetas, arms = [], [], []
-        jacp, jacr = np.zeros((3, mj_model.nv)), np.zeros((3, mj_model.nv))
-        r_offset = feet.model.dataset.foot.r_offset
-        for k in contact:
-            theta, R, p_center, _ = states[k]
-            mujoco.mj_jac(mj_model, mj_data, jacp, jacr, p_center, mj_model.geom_bodyid[feet.geoms[k]])
-            J.append(R.T @ np.vstack([jacp, jacr]))
-            thetas.append(theta)
-            arms.append(r_offset * foot_axis(theta[1]))
-        inside = law3d.Feet(np.array(thetas), np.array(J), np.array(arms), np.tile(GRAIN_MASS, (len(contact), 1)))
-        result = law3d.step(feet.model, Mt, v_free, inside, h, feet.law)
-        Jr = inside.Jr
-        mj_data.qfrc_applied[:] = base + np.einsum("nap,na->p", Jr, result.impulses) / h
+        jac = np.empty((len(contact), 6, mj_model.nv))
+        for i, k in enumerate(contact):
+            mujoco.mj_jac(mj_model, mj_data, jac[i, :3], jac[i, 3:], centers[k], mj_model.geom_bodyid[feet.geoms[k]])
+        result, impulse = _impulses(mj_model, mj_data, feet, M, jac, rotations[contact], thetas[contact],
+                                    None if workspace is None else workspace.start(contact))
+        mj_data.qfrc_applied += impulse / h
     mujoco.mj_step2(mj_model, mj_data)
     if result is not None:  # the work the impulses did, at the velocity MuJoCo integrated with
-        result = replace(result, work=float(np.einsum("na,nap,p->", result.impulses, Jr, mj_data.qvel)))
-    return result, [s[0] for s in states]
+        result = replace(result, work=float(impulse @ mj_data.qvel))
+    return result, thetas
+
+
+def _impulses(mj_model, mj_data, feet: GranularFeet, M, jac, rotations, thetas, warm):
+    """The contact law's :class:`~granular.contact.law3d.Step` for the feet in the medium and its
+    generalized impulse Σ J_rᵀ c (nv,): one compiled call (:func:`~granular.simulation.coupled3d.coupled`)
+    for an RBF medium; for another, or where the compiled QP does not solve, the numpy reference."""
+    model, h = feet.model, mj_model.opt.timestep
+    linear = model._linear
+    moment = _moment(mj_model, mj_data)
+    if warm is None:
+        warm = np.zeros(6 * len(thetas) + 1, np.int64)
+    state = (M, mj_data.qacc_smooth, mj_data.qvel, moment, mj_data.ctrl, mj_data.actuator_force, h, *_fields(feet.actuation))
+    if linear is not None:
+        dmap = model.direction_map
+        Mt, v_free, J, v, c, sticking, status, impulse = coupled(
+            *state, jac, rotations, thetas, model.dataset.foot.r_offset, GRAIN_MASS, *linear, model.fixed_normals(72),
+            dmap.cardinal, dmap.directions, dmap.scale, int(feet.law == "data-flow"), warm)
+        if status != step3d.UNSOLVED:
+            return law3d.Step(v, c, sticking, fell_back=status == step3d.FELL_BACK), impulse
+    else:
+        Mt, v_free = free_motion(*state)
+        J = np.concatenate([rotations.transpose(0, 2, 1) @ jac[:, :3], rotations.transpose(0, 2, 1) @ jac[:, 3:]], axis=1)
+    inside = law3d.Feet(thetas, J, model.dataset.foot.r_offset * foot_axis(thetas[:, 1]), np.tile(GRAIN_MASS, (len(thetas), 1)))
+    result = law3d.step(model, Mt, v_free, inside, h, feet.law)
+    return result, np.einsum("nap,na->p", inside.Jr, result.impulses)
 
 
 def foot_forces(states, thetas, result, h) -> dict:
@@ -175,30 +201,43 @@ def foot_forces(states, thetas, result, h) -> dict:
 
 
 def effective_mass(mj_model, mj_data, M) -> np.ndarray:
-    """M̃ = M − h D (nv, nv): the mass matrix MuJoCo's integrator divides a step's forces by. D is the
-    derivative of the smooth forces by the velocity that it integrates implicitly: the joints' damping
-    (Euler, unless its ``eulerdamp`` is disabled) and, under ``implicitfast``, also the actuators'
-    velocity gains (affine gain and bias, a position servo's kv), skipped while an actuator's force
-    is clamped, as MuJoCo does. Call after ``mj_fwdActuation``."""
+    """M̃ = M − h D (nv, nv): the mass matrix MuJoCo's integrator divides a step's forces by
+    (:func:`free_motion`). Call after ``mj_fwdActuation``."""
+    return free_motion(np.ascontiguousarray(M, dtype=float), mj_data.qacc_smooth, mj_data.qvel, _moment(mj_model, mj_data),
+                       mj_data.ctrl, mj_data.actuator_force, mj_model.opt.timestep, *_fields(actuation(mj_model)))[0]
+
+
+def actuation(mj_model) -> Actuation:
+    """The velocity coefficients of the smooth forces ``mj_model``'s integrator treats implicitly:
+    the joints' damping (Euler, unless its ``eulerdamp`` is disabled; ``implicitfast``) and, under
+    ``implicitfast`` only, the actuators' affine gains and biases (a position servo's kv)."""
     import mujoco
 
-    h = mj_model.opt.timestep
-    D = np.zeros_like(M)
+    nu = mj_model.nu
     euler = mj_model.opt.integrator == mujoco.mjtIntegrator.mjINT_EULER
-    if not (euler and mj_model.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_EULERDAMP):
-        D[np.diag_indices_from(D)] -= mj_model.dof_damping
-    if not euler and mj_model.nu:
-        moment = np.zeros((mj_model.nu, mj_model.nv))
+    damped = not (euler and mj_model.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_EULERDAMP)
+    servo = not euler and nu > 0
+    gain = np.where(mj_model.actuator_gaintype == mujoco.mjtGain.mjGAIN_AFFINE, mj_model.actuator_gainprm[:, 2], 0.0)
+    bias = np.where(mj_model.actuator_biastype == mujoco.mjtBias.mjBIAS_AFFINE, mj_model.actuator_biasprm[:, 2], 0.0)
+    return Actuation(mj_model.dof_damping.copy() if damped else np.zeros(mj_model.nv),
+                     gain if servo else np.zeros(nu), bias if servo else np.zeros(nu),
+                     mj_model.actuator_forcerange[:, 0].copy(), mj_model.actuator_forcerange[:, 1].copy(),
+                     mj_model.actuator_forcelimited.astype(float))
+
+
+def _fields(a: Actuation):
+    return a.damping, a.gain, a.bias, a.low, a.high, a.limited
+
+
+def _moment(mj_model, mj_data) -> np.ndarray:
+    """The actuators' moment arms (nu, nv), dense."""
+    import mujoco
+
+    moment = np.zeros((mj_model.nu, mj_model.nv))
+    if mj_model.nu:
         mujoco.mju_sparse2dense(moment, mj_data.actuator_moment, mj_data.moment_rownnz, mj_data.moment_rowadr,
                                 mj_data.moment_colind)
-        gain = np.where(mj_model.actuator_gaintype == mujoco.mjtGain.mjGAIN_AFFINE,
-                        mj_model.actuator_gainprm[:, 2] * mj_data.ctrl, 0.0)
-        bias = np.where(mj_model.actuator_biastype == mujoco.mjtBias.mjBIAS_AFFINE, mj_model.actuator_biasprm[:, 2], 0.0)
-        low, high = mj_model.actuator_forcerange.T
-        force = mj_data.actuator_force
-        clamped = mj_model.actuator_forcelimited.astype(bool) & ((force <= low) | (force >= high))
-        D += moment.T @ (np.where(clamped, 0.0, gain + bias)[:, None] * moment)
-    return M - h * D
+    return moment
 
 
 #: The dragged grains' mass (kg ×3, kg·m² ×3): the planar foot's (granular.contact.detection), its
@@ -206,9 +245,23 @@ def effective_mass(mj_model, mj_data, M) -> np.ndarray:
 GRAIN_MASS = np.array([14.714, 14.714, 14.714, 0.122, 0.122, 0.122])
 
 
-def terrain(kind: str, angle: float = 0.0, height: float = 0.0, points=()):
-    """The terrain callback, (height, unit normal) at a point (x, y): the planar scenarios' terrain
-    (:mod:`granular.dynamics.terrain`, piecewise linear along x) extruded along y."""
+@dataclass(frozen=True)
+class Ground:
+    """The medium's surface under a MuJoCo robot: the planar scenarios' terrain (piecewise linear
+    along x through (xs, zs), :mod:`granular.dynamics.terrain`) extruded along y. Called at a point
+    (x, y), it gives (height, unit normal (3,))."""
+
+    xs: np.ndarray
+    zs: np.ndarray
+
+    def __call__(self, xy):
+        height, normal = _ground(self.xs, self.zs, float(xy[0]))
+        return float(height), normal
+
+
+def terrain(kind: str, angle: float = 0.0, height: float = 0.0, points=()) -> Ground:
+    """The :class:`Ground` of a scenario's terrain section: flat, slope (rising at ``angle`` towards
+    +x) or a profile through ``points`` (x, z)."""
     from granular.dynamics import terrain as planar
 
     if kind == "flat":
@@ -219,12 +272,7 @@ def terrain(kind: str, angle: float = 0.0, height: float = 0.0, points=()):
         ground = planar.Terrain(*zip(*points))
     else:
         raise GranularError(f"unknown terrain {kind!r}; choose flat, slope or profile")
-
-    def at(xy):
-        x = float(xy[0])
-        nx, nz = ground.normal(x)
-        return ground.height(x), np.array([nx, 0.0, nz])
-    return at
+    return Ground(np.array(ground.xs, dtype=float), np.array(ground.zs, dtype=float))
 
 
 #: The explicit baseline's regularisation: below this speed of p_center (m/s) 3D-RFT's

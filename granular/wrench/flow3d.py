@@ -32,7 +32,7 @@ class SphereMap:
         system[:m, m], system[m, :m] = 1.0, 1.0
         system[:m, m + 1:], system[m + 1:, :m] = self.directions, self.directions.T
         # the cardinal weights of a query are [k(u), 1, u] times the first m columns of the inverse
-        self._inverse = np.linalg.inv(system)[:, :m]
+        self.cardinal = np.ascontiguousarray(np.linalg.inv(system)[:, :m])
 
     def _kernel(self, u):
         r2 = np.maximum(2.0 - 2.0 * u @ self.directions.T, 0.0)
@@ -41,7 +41,7 @@ class SphereMap:
     def weights(self, u) -> np.ndarray:
         """a(u) (k, m) for unit directions u (k, 6): w(u) = a(u) @ W."""
         u = np.atleast_2d(u)
-        return np.hstack([self._kernel(u), np.ones((len(u), 1)), u]) @ self._inverse
+        return np.hstack([self._kernel(u), np.ones((len(u), 1)), u]) @ self.cardinal
 
     def wrenches(self, points, twists, arms) -> np.ndarray:
         """The data's wrench (k, 6) about p_r for twists (k, 6) of p_center, from the extreme wrenches

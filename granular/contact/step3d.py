@@ -1,0 +1,333 @@
+"""Both 3D contact laws compiled: a MuJoCo step's impulses in one kernel call (issues 50 and 51).
+
+:func:`contact_step` is :func:`granular.contact.law3d.step` in numba's subset (that module's
+docstring states the laws; its numpy code is the reference these kernels are tested against). Two
+things differ, neither in the answer: the QP is the dual active-set method of
+:mod:`granular.contact.active_set` (the reference calls quadprog, the same method), and data-flow's
+Newton solve takes the data map's Jacobian exactly (:func:`flow_into`), where the reference
+differences it. The caller falls back to the reference when the kernel's QP does not solve.
+"""
+from __future__ import annotations
+
+import numpy as np
+from granular.compiled import kernel
+
+from granular.contact.active_set import NATIVE_TOLERANCE, _backward_into, _forward_into, dual_active_set
+from granular.contact.law3d import (INSIDE, ITERATIONS, NEWTON_STEPS, NEWTON_TOLERANCE, RIDGE, TOLERANCE,
+                                    WORK_TOLERANCE)
+from granular.contact.reduction import cholesky
+from granular.wrench.flow import solve_into
+
+#: :func:`contact_step`'s status: solved; solved, but data-flow's Newton failed and the step kept
+#: max-dissipation's impulses (``law3d.Step.fell_back``); the QP did not solve (use the reference).
+SOLVED, FELL_BACK, UNSOLVED = 0, 1, -1
+#: Where P is too near singular for the dual active-set method (a quadruped's four feet: 24 impulses
+#: on 18 dofs), proximal steps with this ridge (× tr P / its size), at most this many.
+PROXIMAL, PROXIMAL_STEPS = 1e-6, 8
+
+
+@kernel("f8[:, ::1], f8[::1], f8[:, :, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, :, ::1], "
+        "f8[:, ::1], f8[:, ::1], f8[::1], f8, i8, i8[::1]")
+def contact_step(Mt, v_free, J, arms, grain, A, ub, points, Kinv, U, scale, h, law, warm):
+    """(v⁺ (nv,), impulses (N, 6) about p_r, sticking (N,), status) of one step: ``law`` 0 is
+    max-dissipation, 1 data-flow. Arguments as :func:`granular.contact.law3d.step` takes them, unpacked:
+    the effective mass M̃, v_free, per foot J (N, 6, nv), arms (N, 3), grains' masses (N, 6), the
+    fixed normals A (K, 6) and offsets ``ub`` = h b (N, K), the extreme wrenches (N, m, 6), and the
+    data map's cardinal inverse Kinv (m + 7, m), directions U (m, 6) and velocity scale (6,)
+    (:class:`granular.wrench.flow3d.SphereMap`). ``warm`` (6N + 1,): the active set of the QP over
+    every foot, its size first, taken as the start (say, the last step's with the same feet in the
+    medium; any set is a valid start) and left there for the next step."""
+    N, nv = J.shape[0], len(v_free)
+    L = cholesky(Mt)
+    Jr = np.empty((N, 6, nv))
+    B = np.empty((N, nv, 6))  # M̃⁻¹ J_rᵀ per foot: an impulse's change of velocity
+    y, col = np.empty(nv), np.empty(nv)
+    for n in range(N):
+        _at_r(J[n], arms[n], Jr[n])
+        for a in range(6):
+            _forward_into(L, Jr[n, a], y, 0)
+            _backward_into(L, y, col)
+            B[n, :, a] = col
+    H = Mt.copy()
+    dragged = False
+    for n in range(N):
+        for a in range(6):
+            if grain[n, a] != 0.0:
+                dragged = True
+                for p in range(nv):
+                    for q in range(nv):
+                        H[p, q] += J[n, a, p] * grain[n, a] * J[n, a, q]
+    every = np.ones(N, np.bool_)
+    start = warm[1:].copy()
+    c, ok, size = _qp(B, H, v_free, A, ub, every, np.zeros((N, 6)), warm[1:], warm[0])
+    warm[0] = size
+    if ok and dragged and _largest_work(Jr, c, _moved(B, v_free, c, every)) > WORK_TOLERANCE:
+        # the grains let the impulses do work on the bodies alone: drop them, as law3d does
+        H = Mt.copy()
+        start[:] = warm[1:]
+        c, ok, size = _qp(B, H, v_free, A, ub, every, np.zeros((N, 6)), start, warm[0])
+        warm[0] = size
+        warm[1:] = start
+    if not ok:
+        return v_free.copy(), c, np.zeros(N, np.bool_), UNSOLVED
+    sticking = _inside(A, ub, c)
+    if law == 0:
+        return _moved(B, v_free, c, every), c, sticking, SOLVED
+    md = c
+    Q = np.zeros((N, Kinv.shape[0], 6))  # each sliding foot's map: w(u) = [k(u), 1, u] Q
+    mapped = np.zeros(N, np.bool_)
+    for _ in range(ITERATIONS):
+        if sticking.all():
+            break
+        slide = ~sticking
+        for n in range(N):
+            if slide[n] and not mapped[n]:
+                Q[n] = Kinv @ points[n]
+                mapped[n] = True
+        v, ok = _newton(_moved(B, v_free, c, sticking), B, J, arms, Q, U, scale, slide, h)
+        if not ok:
+            return _moved(B, v_free, md, every), md, _inside(A, ub, md), FELL_BACK
+        c_new = c.copy()
+        w, dw = np.zeros(6), np.zeros((6, 6))
+        twist = np.empty(6)
+        for n in range(N):
+            if slide[n]:
+                _twist(J[n], v, twist)
+                flow_into(Q[n], U, scale, arms[n], twist, w, dw)
+                c_new[n] = h * w
+        if sticking.any():
+            held, ok, _ = _qp(B, H, v_free, A, ub, sticking, c_new, np.zeros(6 * N, np.int64), 0)
+            if not ok:
+                return v_free.copy(), c, sticking, UNSOLVED
+            c_new = held
+        settled = np.abs(c_new - c).max() <= TOLERANCE * max(np.abs(c_new).max(), 1e-300)
+        c = c_new
+        if settled:
+            break
+    return _moved(B, v_free, c, every), c, sticking, SOLVED
+
+
+@kernel()
+def _at_r(J, arm, out):
+    """out (6, nv) ← the Jacobian of the twist at p_r = p_center + arm: v + ω × arm, ω (law3d.Feet.Jr)."""
+    x, y, z = arm[0], arm[1], arm[2]
+    for p in range(J.shape[1]):
+        out[0, p] = J[0, p] + z * J[4, p] - y * J[5, p]
+        out[1, p] = J[1, p] - z * J[3, p] + x * J[5, p]
+        out[2, p] = J[2, p] + y * J[3, p] - x * J[4, p]
+        out[3, p], out[4, p], out[5, p] = J[3, p], J[4, p], J[5, p]
+
+
+@kernel()
+def _twist(J, v, out):
+    for a in range(6):
+        acc = 0.0
+        for p in range(len(v)):
+            acc += J[a, p] * v[p]
+        out[a] = acc
+
+
+@kernel()
+def _moved(B, v_free, c, which):
+    """v_free + Σ_{n in which} M̃⁻¹ J_rᵀ c_n."""
+    v = v_free.copy()
+    for n in range(B.shape[0]):
+        if which[n]:
+            for p in range(len(v)):
+                for a in range(6):
+                    v[p] += B[n, p, a] * c[n, a]
+    return v
+
+
+@kernel()
+def _largest_work(Jr, c, v):
+    """The largest work a foot's impulse does on the bodies moving at v (law3d._work)."""
+    top = -np.inf
+    for n in range(Jr.shape[0]):
+        acc = 0.0
+        for a in range(6):
+            for p in range(len(v)):
+                acc += c[n, a] * Jr[n, a, p] * v[p]
+        top = max(top, acc)
+    return top
+
+
+@kernel()
+def _inside(A, ub, c):
+    """Per foot: its impulse strictly inside h W (law3d._inside)."""
+    N, K = ub.shape
+    out = np.zeros(N, np.bool_)
+    for n in range(N):
+        top, least = 1e-300, np.inf
+        for k in range(K):
+            top = max(top, ub[n, k])
+            s = ub[n, k]
+            for a in range(6):
+                s -= A[k, a] * c[n, a]
+            least = min(least, s)
+        out[n] = least > INSIDE * top
+    return out
+
+
+@kernel()
+def _qp(B, H, v_free, A, ub, free, held, active, count):
+    """law3d._qp: min ½ v⁺ᵀ H v⁺ over the impulses of the feet ``free``, the others ``held``, with
+    A c_n ≤ ub_n, by the dual active-set method from the set ``active[:count]``. Returns (all
+    impulses (N, 6), solved, the final set's size, left in ``active``)."""
+    N, nv, K = B.shape[0], B.shape[1], A.shape[0]
+    idx = np.flatnonzero(free)
+    F = len(idx)
+    out = held.copy()
+    if F == 0:
+        return out, True, 0
+    base = _moved(B, v_free, held, ~free)
+    n = 6 * F
+    BF = np.empty((nv, n))
+    for k in range(F):
+        BF[:, 6 * k:6 * k + 6] = B[idx[k]]
+    HB = H @ BF
+    P = BF.T @ HB
+    g = HB.T @ base
+    trace = 0.0
+    for i in range(n):
+        trace += P[i, i]
+    for i in range(n):
+        for j in range(i):
+            P[i, j] = 0.5 * (P[i, j] + P[j, i])
+            P[j, i] = P[i, j]
+        P[i, i] += RIDGE * trace / n
+    Ablock = np.zeros((K * F, n))
+    bound = np.empty(K * F)
+    rows = np.arange(F + 1) * K
+    top = 1e-12
+    for k in range(F):
+        for r in range(K):
+            Ablock[K * k + r, 6 * k:6 * k + 6] = A[r]
+            bound[K * k + r] = ub[idx[k], r]
+            top = max(top, abs(ub[idx[k], r]))
+    x, status, size = dual_active_set(P, g, Ablock, bound, rows, NATIVE_TOLERANCE * top, active, count)
+    if status == -3:
+        # P too near singular for the solver (more impulses than the dofs they move): proximal
+        # steps, min ½ cᵀ P c + gᵀ c + ½ ε |c − c_k|², each from the last one's active set, converge
+        # to the QP's solution; v⁺ settles within a few (its error shrinks by ε / (λ + ε) per step)
+        ridge = PROXIMAL * trace / n
+        for i in range(n):
+            P[i, i] += ridge
+        x = np.zeros(n)
+        size = count
+        for _ in range(PROXIMAL_STEPS):
+            x_old = x.copy()
+            x, status, size = dual_active_set(P, g - ridge * x_old, Ablock, bound, rows, NATIVE_TOLERANCE * top,
+                                              active, size)
+            if status < 0:
+                break
+            change = 0.0
+            for i in range(n):
+                change = max(change, abs(x[i] - x_old[i]))
+            if change <= TOLERANCE * max(np.abs(x).max(), 1e-300):
+                break
+    for k in range(F):
+        out[idx[k]] = x[6 * k:6 * k + 6]
+    return out, status >= 0, size if status >= 0 else 0
+
+
+@kernel()
+def _newton(base, B, J, arms, Q, U, scale, slide, h):
+    """law3d._slide: Newton's method on v = base + h Σ_slide M̃⁻¹ J_rᵀ w(J v), with w's exact
+    Jacobian. Returns (v, converged)."""
+    nv = len(base)
+    v = base.copy()
+    twist, w, dw = np.empty(6), np.empty(6), np.empty((6, 6))
+    residual, G = np.empty(nv), np.empty((nv, nv))
+    BdW = np.empty((nv, 6))
+    for _ in range(NEWTON_STEPS + 1):
+        for p in range(nv):
+            residual[p] = v[p] - base[p]
+            for q in range(nv):
+                G[p, q] = 1.0 if p == q else 0.0
+        for n in range(B.shape[0]):
+            if not slide[n]:
+                continue
+            _twist(J[n], v, twist)
+            flow_into(Q[n], U, scale, arms[n], twist, w, dw)
+            for p in range(nv):
+                for a in range(6):
+                    residual[p] -= h * B[n, p, a] * w[a]
+            BdW[:] = 0.0
+            for p in range(nv):
+                for a in range(6):
+                    for b in range(6):
+                        BdW[p, b] += B[n, p, a] * dw[a, b]
+            for p in range(nv):
+                for q in range(nv):
+                    acc = 0.0
+                    for b in range(6):
+                        acc += BdW[p, b] * J[n, b, q]
+                    G[p, q] -= h * acc
+        big, err = 1e-12, 0.0
+        for p in range(nv):
+            big, err = max(big, abs(v[p])), max(err, abs(residual[p]))
+        if err <= NEWTON_TOLERANCE * big:
+            return v, True
+        step = residual.reshape((nv, 1)).copy()
+        solve_into(G, step)
+        for p in range(nv):
+            v[p] -= step[p, 0]
+    return v, False
+
+
+@kernel()
+def flow_into(Q, U, scale, arm, twist, w, dw):
+    """w (6,) ← the data's wrench about p_r for the twist (6,) of p_center, and dw (6, 6) ← its
+    Jacobian by the twist: :meth:`granular.wrench.flow3d.SphereMap.wrenches` with the foot's map
+    Q = Kinv W(θ) (m + 7, 6), w(u) = Σ_j |u − U_j|³ Q_j + Q_m + Σ_i u_i Q_{m+1+i} at u = s / |s|,
+    s = twist / scale, then made dissipative (``flow3d.dissipative``). Zero at rest."""
+    m = U.shape[0]
+    w[:] = 0.0
+    dw[:] = 0.0
+    s = twist / scale
+    rho = np.sqrt(np.sum(s * s))
+    if rho == 0.0:
+        return
+    u = s / rho
+    Gu = np.zeros((6, 6))  # ∂w/∂u
+    for j in range(m):
+        dot = 0.0
+        for i in range(6):
+            dot += u[i] * U[j, i]
+        r2 = max(2.0 - 2.0 * dot, 0.0)
+        r = np.sqrt(r2)
+        k, dk = r2 * r, -3.0 * r  # |u − U_j|³ and its derivative by u, along U_j
+        for a in range(6):
+            w[a] += k * Q[j, a]
+            for b in range(6):
+                Gu[a, b] += dk * Q[j, a] * U[j, b]
+    for a in range(6):
+        w[a] += Q[m, a]
+        for i in range(6):
+            w[a] += u[i] * Q[m + 1 + i, a]
+            Gu[a, i] += Q[m + 1 + i, a]
+    for a in range(6):  # ∂u/∂twist = (I − u uᵀ) / (ρ scale)
+        for c in range(6):
+            acc = Gu[a, c]
+            for b in range(6):
+                acc -= Gu[a, b] * u[b] * u[c]
+            dw[a, c] = acc / (rho * scale[c])
+    T = np.zeros((6, 6))  # the twist at p_r: T twist
+    for a in range(6):
+        T[a, a] = 1.0
+    x, y, z = arm[0], arm[1], arm[2]
+    T[0, 4], T[0, 5], T[1, 3], T[1, 5], T[2, 3], T[2, 4] = z, -y, -z, x, y, -x
+    vr = T @ twist
+    metric = vr / (scale * scale)
+    p, q = np.sum(w * vr), np.sum(vr * metric)
+    if p > 0.0 and q > 0.0:  # the nearest wrench that does no work; its derivative by the product rule
+        ratio = p / q
+        dp = vr @ dw + w @ T
+        dq = 2.0 * (metric @ T)
+        dratio = (dp - ratio * dq) / q
+        for a in range(6):
+            for c in range(6):
+                dw[a, c] -= metric[a] * dratio[c] + ratio * T[a, c] / (scale[a] * scale[a])
+            w[a] -= ratio * metric[a]
+

@@ -1,0 +1,137 @@
+"""The MuJoCo coupling's compiled stages (:mod:`granular.simulation.mujoco3d` says what a step does
+and why): each granular foot's frame and θ against the terrain, MuJoCo's effective mass and free
+velocity, and the step's impulses, from W(θ) to the generalized impulse, in one call."""
+from __future__ import annotations
+
+import numpy as np
+from granular.compiled import kernel
+
+from granular.contact.step3d import _at_r, contact_step
+from granular.learning.linear import support_3d
+from granular.wrench.flow import solve_into
+
+CYLINDER, CAPSULE, SPHERE = 5, 3, 2  # mjtGeom ids of the foot shapes taken
+
+
+@kernel("f8[:, ::1], f8[:, ::1], i8[::1], f8[::1], f8[::1], i8[::1], f8[::1], f8[::1]")
+def foot_frames(xpos, xmat, geoms, half, radius, shape, xs, zs):
+    """Per foot (geom ``geoms[k]``): θ (F, 2), the rotation (F, 3, 3) from F_c3 to world axes, p_center
+    (F, 3) and the axis (F, 3) pointing up the foot, on the terrain through (xs, zs) (:class:`Ground`).
+    p_center is the centre of the lower end face (a capsule's or sphere's lowest point, a sphere's
+    axis taken along the surface normal); θ's d is the height of the foot's lowest point above the
+    surface along its normal (a cylinder's bottom rim, R sin φ below p_center; a capsule's or
+    sphere's, R (1 − cos φ)), φ the axis' tilt from the normal and ψ the azimuth of F_c3's x axis,
+    opposite to the axis' lean (:func:`granular.frames3d.tilt_frame`), in a surface frame whose x is
+    level across y (the world's axes on level ground)."""
+    F = len(geoms)
+    thetas, rotations = np.zeros((F, 2)), np.zeros((F, 3, 3))
+    centers, axes = np.zeros((F, 3)), np.zeros((F, 3))
+    for k in range(F):
+        g = geoms[k]
+        axis = np.array([xmat[g, 2], xmat[g, 5], xmat[g, 8]])
+        if shape[k] == SPHERE:
+            axis = _ground(xs, zs, xpos[g, 0])[1]
+        elif axis[2] < 0.0:  # the lower end face is the foot's bottom: taken end for end
+            axis = -axis
+        p = xpos[g] - half[k] * axis
+        height, normal = _ground(xs, zs, p[0])
+        S = np.eye(3)
+        if normal[2] != 1.0:
+            S[0, 0], S[1, 0], S[2, 0] = normal[2], 0.0, -normal[0]  # (0, 1, 0) × n, n in the x–z plane
+            S[0, 1], S[1, 1], S[2, 1] = 0.0, 1.0, 0.0               # n × x
+            S[:, 2] = normal
+        local = S.T @ axis
+        horizontal = np.hypot(local[0], local[1])
+        phi = np.arctan2(horizontal, local[2])
+        psi = np.arctan2(-local[1], -local[0]) if horizontal > 1e-12 else 0.0
+        c, s = np.cos(psi), np.sin(psi)
+        for i in range(3):
+            rotations[k, i, 0] = S[i, 0] * c + S[i, 1] * s
+            rotations[k, i, 1] = -S[i, 0] * s + S[i, 1] * c
+            rotations[k, i, 2] = S[i, 2]
+        d = (p[2] - height) * normal[2]
+        d -= radius[k] * (np.sin(phi) if shape[k] == CYLINDER else 1.0 - np.cos(phi))
+        thetas[k, 0], thetas[k, 1] = d, phi
+        centers[k], axes[k] = p, axis
+    return thetas, rotations, centers, axes
+
+
+@kernel()
+def _ground(xs, zs, x):
+    """(height, unit normal (3,)) of the profile through (xs, zs) at x, extended along y."""
+    i = 0
+    while i < len(xs) - 2 and xs[i + 1] <= x:
+        i += 1
+    dx, dz = xs[i + 1] - xs[i], zs[i + 1] - zs[i]
+    length = np.hypot(dx, dz)
+    return zs[i] + (x - xs[i]) * dz / dx, np.array([-dz / length, 0.0, dx / length])
+
+
+@kernel("f8[:, ::1], f8[::1], f8[::1], f8[:, ::1], f8[::1], f8[::1], f8, f8[::1], f8[::1], f8[::1], f8[::1], "
+        "f8[::1], f8[::1]")
+def free_motion(M, qacc, qvel, moment, ctrl, force, h, damping, gain, bias, low, high, limited):
+    """(M̃, v_free): the effective mass M̃ = M − h D of MuJoCo's step, D = ∂f/∂v the derivative of the
+    smooth forces it integrates implicitly (:func:`actuation`: −damping on the diagonal, and
+    momentᵀ diag(gain ctrl + bias) moment over the actuators whose force is not clamped, as MuJoCo
+    skips them), and the velocity the bodies reach without the medium, v_free = v + h M̃⁻¹ M qacc
+    (MuJoCo's smooth acceleration, qacc = M⁻¹ f)."""
+    nv, nu = len(qvel), len(ctrl)
+    Mt = M.copy()
+    for p in range(nv):
+        Mt[p, p] += h * damping[p]
+    for a in range(nu):
+        if limited[a] != 0.0 and (force[a] <= low[a] or force[a] >= high[a]):
+            continue
+        k = h * (gain[a] * ctrl[a] + bias[a])
+        if k == 0.0:
+            continue
+        for p in range(nv):
+            if moment[a, p] != 0.0:
+                for q in range(nv):
+                    Mt[p, q] -= k * moment[a, p] * moment[a, q]
+    rhs = M @ qacc
+    A = Mt.copy()
+    solve_into(A, rhs.reshape((nv, 1)))
+    return Mt, qvel + h * rhs
+
+
+
+
+@kernel("f8[:, ::1], f8[::1], f8[::1], f8[:, ::1], f8[::1], f8[::1], f8, f8[::1], f8[::1], f8[::1], f8[::1], "
+        "f8[::1], f8[::1], f8[:, :, ::1], f8[:, :, ::1], f8[:, ::1], f8, f8[::1], f8[::1], i8, i8, f8[:, ::1], "
+        "f8[::1], i8, i8, f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[::1], i8, i8[::1]")
+def coupled(M, qacc, qvel, moment, ctrl, force, h, damping, gain, bias, low, high, limited, jac, rotations, thetas,
+            r_offset, grain, bounds, phi_active, per_depth, centers, c2, kern, degree, coef, A, Kinv, U, scale,
+            law, warm):
+    """The step's impulses for the N feet in the medium, in one call: :func:`free_motion`'s M̃ and
+    v_free; each foot's Jacobian J (6, nv) at p_center in F_c3 from MuJoCo's world-axes ``jac``
+    (N, 6, nv) and the feet's ``rotations`` (N, 3, 3) F_c3 → world; W(θ) of every foot
+    (:func:`~granular.learning.linear.support_3d` with the 3D model's arguments ``bounds`` … ``coef``
+    and the fixed normals A); the contact law (:func:`~granular.contact.step3d.contact_step`, its
+    ``Kinv``, ``U``, ``scale``, ``law`` and ``warm``). Returns (M̃, v_free, J, v⁺, impulses (N, 6),
+    sticking, status, the generalized impulse Σ J_rᵀ c (nv,))."""
+    Mt, v_free = free_motion(M, qacc, qvel, moment, ctrl, force, h, damping, gain, bias, low, high, limited)
+    N, nv = thetas.shape[0], len(qvel)
+    J = np.zeros((N, 6, nv))
+    arms, grains = np.zeros((N, 3)), np.zeros((N, 6))
+    for n in range(N):
+        for a in range(3):
+            for p in range(nv):
+                lin, ang = 0.0, 0.0
+                for i in range(3):  # Rᵀ: world axes → F_c3
+                    lin += rotations[n, i, a] * jac[n, i, p]
+                    ang += rotations[n, i, a] * jac[n, 3 + i, p]
+                J[n, a, p], J[n, 3 + a, p] = lin, ang
+        arms[n, 0], arms[n, 2] = -r_offset * np.sin(thetas[n, 1]), r_offset * np.cos(thetas[n, 1])  # frames3d.foot_axis
+        grains[n] = grain
+    b, W = support_3d(thetas, bounds, phi_active, per_depth, centers, c2, kern, degree, coef, A)
+    v, c, sticking, status = contact_step(Mt, v_free, J, arms, grains, A, h * b, W.reshape((N, W.shape[1] // 6, 6)),
+                                          Kinv, U, scale, h, law, warm)
+    impulse = np.zeros(nv)
+    Jr = np.empty((6, nv))
+    for n in range(N):
+        _at_r(J[n], arms[n], Jr)
+        for a in range(6):
+            for p in range(nv):
+                impulse[p] += Jr[a, p] * c[n, a]
+    return Mt, v_free, J, v, c, sticking, status, impulse

@@ -1,0 +1,106 @@
+"""The compiled 3D contact step (granular.contact.step3d) against its numpy reference (law3d.step),
+on the steps MuJoCo robots actually take."""
+import numpy as np
+import pytest
+
+from granular.contact import law3d, step3d
+from granular.scenarios import scenario as scenarios, scenario3d
+from granular.simulation import mujoco3d
+from granular.frames3d import foot_axis
+from granular.wrench.flow3d import SphereMap
+
+#: v⁺ of the kernel and of the reference agree to this (m/s, rad/s). Where four feet give 24
+#: impulses on 18 dofs the kernel's QP takes proximal steps (step3d.PROXIMAL): measured on
+#: quad3d-trot, its v⁺ is within 4e-6 of quadprog's (2.6e-5 of the speed), its objective above by
+#: 1e-8 of it; elsewhere they agree to 1e-9.
+AGREE = 1e-5
+
+
+def captured(name, law, seconds):
+    """Every fused call of ``seconds`` of the scenario (a foot in the medium): its arguments and results."""
+    world = scenario3d.build(scenarios.find(name), law=law)
+    m, d = world.mj_model, world.mj_data
+    calls = []
+    fused = mujoco3d.coupled
+
+    def keep(*args):
+        out = fused(*args)
+        calls.append(([np.copy(a) if isinstance(a, np.ndarray) else a for a in args], out))
+        return out
+
+    mujoco3d.coupled = keep
+    try:
+        for _ in range(int(seconds / m.opt.timestep)):
+            if world.gait is not None:
+                d.ctrl[:] = world.gait(d.time, scenario3d.pitch(d))
+            mujoco3d.step(m, d, world.feet, world.terrain, workspace=world.workspace)
+    finally:
+        mujoco3d.coupled = fused
+    return world, calls
+
+
+@pytest.mark.parametrize("name, seconds", [("quad3d-trot", 1.0), ("drop3d-tilted", 0.3)])
+@pytest.mark.parametrize("law", law3d.LAWS)
+def test_the_compiled_step_is_the_reference_step(name, seconds, law):
+    """The fused call (coupled3d.coupled: Jacobians in F_c3, W(θ), the law from the last step's active
+    set) against law3d.step on its M̃ and v_free, at every step of the run."""
+    world, calls = captured(name, law, seconds)
+    model, h = world.feet.model, world.mj_model.opt.timestep
+    assert len(calls) > 50
+    # four feet: 24 impulses on 18 dofs, the proximal QP; one foot: the plain one
+    assert max(len(args[15]) for args, _ in calls) == (4 if name == "quad3d-trot" else 1)
+    fell = 0
+    for args, (Mt, v_free, J, v, c, sticking, status, impulse) in calls:
+        jac, rotations, thetas = args[13:16]
+        np.testing.assert_allclose(J[:, :3], rotations.transpose(0, 2, 1) @ jac[:, :3], atol=1e-12)
+        np.testing.assert_allclose(J[:, 3:], rotations.transpose(0, 2, 1) @ jac[:, 3:], atol=1e-12)
+        arms = model.dataset.foot.r_offset * foot_axis(thetas[:, 1])
+        feet = law3d.Feet(thetas, J, arms, np.tile(mujoco3d.GRAIN_MASS, (len(thetas), 1)))
+        ref = law3d.step(model, Mt, v_free, feet, h, law)
+        assert status != step3d.UNSOLVED
+        assert (status == step3d.FELL_BACK) == ref.fell_back
+        np.testing.assert_allclose(v, ref.v, rtol=0, atol=AGREE)
+        np.testing.assert_allclose(impulse, np.einsum("nap,na->p", feet.Jr, c), atol=1e-12)
+        fell += ref.fell_back
+        if law == "max-dissipation" and len(thetas) == 4:
+            continue  # 24 impulses on 18 dofs: only v⁺ (and Σ J_rᵀ c) is unique, not which foot is strictly inside
+        assert np.array_equal(sticking, ref.sticking)
+        scale = max(np.abs(ref.impulses).max(), 1e-12)
+        np.testing.assert_allclose(c, ref.impulses, rtol=0, atol=1e-4 * scale)
+    if law == "data-flow" and name == "quad3d-trot":
+        assert fell > 0, "Newton's failures are taken the same way"
+
+
+@pytest.mark.parametrize("which", ["sand3d", "random"])
+def test_the_data_maps_jacobian_is_its_derivative(which):
+    """flow_into's wrench is SphereMap's, and its Jacobian the central differences of it: on sand3d's
+    extreme wrenches, and on random ones, where the dissipative correction is active too."""
+    from granular.learning.catalog import load_model
+
+    model = load_model("sand3d", "3d")
+    dmap: SphereMap = model.direction_map
+    points = model.points(np.array([[-0.04, 0.3]]))
+    if which == "random":
+        points = np.random.default_rng(2).normal(size=points.shape) * np.abs(points).max()
+    Q = dmap.cardinal @ points[0]
+    arm = 0.25 * np.array([-np.sin(0.3), 0.0, np.cos(0.3)])
+    rng = np.random.default_rng(5)
+    corrected = 0
+    for _ in range(40):
+        twist = rng.normal(size=6) * dmap.scale
+        w, dw = np.zeros(6), np.zeros((6, 6))
+        step3d.flow_into(Q, dmap.directions, dmap.scale, arm, twist, w, dw)
+        ref = dmap.wrenches(points, twist[None], arm[None])[0]
+        np.testing.assert_allclose(w, ref, rtol=1e-10, atol=1e-9 * np.abs(ref).max())
+        raw = dmap.weights(twist / dmap.scale / np.linalg.norm(twist / dmap.scale)) @ points[0]
+        corrected += not np.allclose(raw, ref)
+        eps = 1e-6 * dmap.scale
+        fd = np.column_stack([(dmap.wrenches(points, (twist + e)[None], arm[None])[0]
+                               - dmap.wrenches(points, (twist - e)[None], arm[None])[0]) / (2 * e[i])
+                              for i, e in enumerate(np.diag(eps))])
+        np.testing.assert_allclose(dw, fd, rtol=1e-4, atol=1e-5 * np.abs(fd).max())
+    if which == "random":
+        assert 5 < corrected < 35, "both branches are tried"
+    w, dw = np.ones(6), np.ones((6, 6))
+    step3d.flow_into(Q, dmap.directions, dmap.scale, arm, np.zeros(6), w, dw)
+    assert not w.any() and not dw.any(), "zero at rest"
