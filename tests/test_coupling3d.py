@@ -15,7 +15,7 @@ def _gait_steps(world, n):
     m, d = world.mj_model, world.mj_data
     for _ in range(n):
         if world.gait is not None:
-            d.ctrl[:] = world.gait(d.time, scenario3d.pitch(d))
+            d.ctrl[:] = world.gait(d)
         yield mujoco3d.step(m, d, world.feet, world.terrain)[0]
 
 

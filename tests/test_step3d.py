@@ -32,7 +32,7 @@ def captured(name, law, seconds):
     try:
         for _ in range(int(seconds / m.opt.timestep)):
             if world.gait is not None:
-                d.ctrl[:] = world.gait(d.time, scenario3d.pitch(d))
+                d.ctrl[:] = world.gait(d)
             mujoco3d.step(m, d, world.feet, world.terrain, workspace=world.workspace)
     finally:
         mujoco3d.coupled = fused
@@ -49,7 +49,7 @@ def test_the_compiled_step_is_the_reference_step(name, seconds, law):
     assert len(calls) > 50
     # four feet: 24 impulses on 18 dofs, the proximal QP; one foot: the plain one
     assert max(len(args[15]) for args, _ in calls) == (4 if name == "quad3d-trot" else 1)
-    fell = 0
+    fell = slid = 0
     for args, (Mt, v_free, J, v, c, sticking, status, impulse) in calls:
         jac, rotations, thetas = args[13:16]
         np.testing.assert_allclose(J[:, :3], rotations.transpose(0, 2, 1) @ jac[:, :3], atol=1e-12)
@@ -62,13 +62,14 @@ def test_the_compiled_step_is_the_reference_step(name, seconds, law):
         np.testing.assert_allclose(v, ref.v, rtol=0, atol=AGREE)
         np.testing.assert_allclose(impulse, np.einsum("nap,na->p", feet.Jr, c), atol=1e-12)
         fell += ref.fell_back
+        slid += not sticking.all()
         if law == "max-dissipation" and len(thetas) == 4:
             continue  # 24 impulses on 18 dofs: only v⁺ (and Σ J_rᵀ c) is unique, not which foot is strictly inside
         assert np.array_equal(sticking, ref.sticking)
         scale = max(np.abs(ref.impulses).max(), 1e-12)
         np.testing.assert_allclose(c, ref.impulses, rtol=0, atol=1e-4 * scale)
     if law == "data-flow" and name == "quad3d-trot":
-        assert fell > 0, "Newton's failures are taken the same way"
+        assert slid > 0.1 * len(calls) and fell < 0.05 * len(calls), (slid, fell, len(calls))
 
 
 @pytest.mark.parametrize("which", ["sand3d", "random"])

@@ -46,7 +46,7 @@ def quadruped(scenario: str = "quad3d-trot", steps: int = 200, settle: float = 1
         m, d = world.mj_model, world.mj_data
 
         def one():
-            d.ctrl[:] = world.gait(d.time, scenario3d.pitch(d))
+            d.ctrl[:] = world.gait(d)
             mujoco3d.step(m, d, world.feet, world.terrain, workspace=world.workspace)
         for _ in range(int(settle / m.opt.timestep)):
             one()
@@ -87,7 +87,7 @@ def trots(path, dt: float, explicit: bool, seconds: float = 4.0, speed: float | 
     given = taken = 0.0
     fell = None
     for _ in range(int(round(seconds / dt))):
-        d.ctrl[:] = world.gait(d.time, scenario3d.pitch(d))
+        d.ctrl[:] = world.gait(d)
         if explicit:
             work = mujoco3d.explicit_step(m, d, world.feet, world.terrain, preset, speed or mujoco3d.EXPLICIT_SPEED)
         else:

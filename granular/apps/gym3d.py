@@ -56,7 +56,7 @@ class Quadruped3DEnv(gymnasium.Env):
         self.action_scale, self.fall_height, self.fall_tilt = action_scale, fall_height, fall_tilt
         self.substeps, self.control_period, self.max_steps = periods(control_period, episode_seconds,
                                                                      world.mj_model.opt.timestep)
-        self.nominal = world.gait(0.0, 0.0).copy()
+        self.nominal = world.gait.at(0.0)
         trn = world.mj_model.actuator_trnid[:, 0]  # the actuated joints' coordinates, found once
         self._joints, self._rates = world.mj_model.jnt_qposadr[trn], world.mj_model.jnt_dofadr[trn]
         self._world, self._start = world, (world.mj_data.qpos.copy(), world.mj_data.qvel.copy())

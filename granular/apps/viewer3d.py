@@ -224,7 +224,7 @@ class Live3D(Scene3D):
             w = self.world
             for _ in range(steps):
                 if w.gait is not None:
-                    w.mj_data.ctrl[:] = w.gait(w.mj_data.time, self.scenario3d.pitch(w.mj_data))
+                    w.mj_data.ctrl[:] = w.gait(w.mj_data)
                 result, thetas = mujoco3d.step(w.mj_model, w.mj_data, w.feet, w.terrain, workspace=w.workspace)
             states = mujoco3d.foot_states(w.mj_model, w.mj_data, w.feet, w.terrain)
             self._split(mujoco3d.foot_forces(states, thetas, result, w.mj_model.opt.timestep))

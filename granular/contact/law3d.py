@@ -32,9 +32,9 @@ from granular.errors import GranularError
 LAWS = ("max-dissipation", "data-flow")
 DEFAULT_LAW = "data-flow"
 ITERATIONS, TOLERANCE = 8, 1e-6
-#: Newton's iterations: on quad3d-trot all but 26 of 5,299 converging solves take ≤ 8; a failing one
-#: cycles at a kink of the data's map, so stopping at 8 rather than 20 makes the step ~30 % faster.
-NEWTON_STEPS, NEWTON_TOLERANCE = 8, 1e-10
+#: Newton's iterations, each step halved up to BACKTRACK times until the residual's norm falls (a
+#: backtracking line search: at a kink of the data's map, where plain Newton cycles, it converges).
+NEWTON_STEPS, NEWTON_TOLERANCE, BACKTRACK = 20, 1e-10, 6
 #: A foot sticks when its impulse is inside h W by this share of the polytope's size.
 INSIDE = 1e-6
 #: The QP's ridge, × tr P / its size: P is singular where more feet's impulses than the degrees of
@@ -100,19 +100,23 @@ def step(model, M, v_free, feet: Feet, h: float, law: str = DEFAULT_LAW, K: int 
     if law == "max-dissipation":
         return Step(v_free + Minv @ np.einsum("nap,na->p", Jr, c), c, _inside(A, ub, c))
     sticking = _inside(A, ub, c)
-    md = c
+    md, slide, v = c, ~sticking, None
     for _ in range(ITERATIONS):
         if sticking.all():
             break
-        slide = ~sticking
-        v = _slide(model, Minv, Jr, feet, points, v_free + Minv @ np.einsum("nap,na->p", Jr[sticking], c[sticking]),
-                   slide, h)
+        base = v_free + Minv @ np.einsum("nap,na->p", Jr[sticking], c[sticking])
+        # the first solve starts from max-dissipation's velocity (its sliding feet already resisted,
+        # by the hull's wrench), each next one from the last root (the sticking impulses moved a little)
+        v = _slide(model, Minv, Jr, feet, points, base, slide, h,
+                   v_free + Minv @ np.einsum("nap,na->p", Jr, md) if v is None else v)
         if v is None:  # Newton's method failed (a kink of the data's map): the step falls back, as in the plane
             return Step(v_free + Minv @ np.einsum("nap,na->p", Jr, md), md, _inside(A, ub, md), fell_back=True)
         c_new = c.copy()
         c_new[slide] = h * model.flow_at(points[slide], feet.thetas[slide], np.einsum("nap,p->na", feet.J[slide], v))
-        if sticking.any():
-            c_new[sticking] = _qp(Minv, H, Jr, v_free, A, ub, sticking, c_new)[sticking]
+        if not sticking.any():  # every foot slides: nothing else to settle
+            c = c_new
+            break
+        c_new[sticking] = _qp(Minv, H, Jr, v_free, A, ub, sticking, c_new)[sticking]
         settled = np.abs(c_new - c).max() <= TOLERANCE * max(np.abs(c_new).max(), 1e-300)
         c = c_new
         if settled:
@@ -152,12 +156,13 @@ def _qp(Minv, H, Jr, v_free, A, ub, free, held):
     return out
 
 
-def _slide(model, Minv, Jr, feet, points, base, slide, h):
+def _slide(model, Minv, Jr, feet, points, base, slide, h, start):
     """Newton's method on v = base + h M⁻¹ Σ_slide J_rᵀ w(θ, J v), the sliding feet's data wrench
     at their twists; the Jacobian of w by central differences in the twist, all feet and axes in
-    one call (w is rate-independent, so its derivative is taken at the twist's own scale). ``points``
+    one call (w is rate-independent, so its derivative is taken at the twist's own scale); each step
+    halved up to :data:`BACKTRACK` times until the residual's norm falls (Armijo). ``points``
     (N, m, 6): every foot's extreme wrenches, predicted once for the step (θ does not change within
-    it). None if it does not converge."""
+    it); ``start`` the first guess. None if it does not converge."""
     idx = np.flatnonzero(slide)
     n = len(idx)
     th, J, Jri = feet.thetas[idx], feet.J[idx], Jr[idx]
@@ -165,8 +170,8 @@ def _slide(model, Minv, Jr, feet, points, base, slide, h):
     scale = model.dataset.velocity_scale
     stacked = np.repeat(points, 13, axis=0)
     th13 = np.repeat(th, 13, axis=0)
-    v = base.copy()
-    for _ in range(NEWTON_STEPS + 1):
+
+    def residual(v):
         twists = np.einsum("nap,p->na", J, v)
         size = 1e-6 * np.maximum(np.linalg.norm(twists / scale, axis=1), 1e-3)[:, None] * scale  # (n, 6)
         probe = np.repeat(twists[:, None, :], 13, axis=1)
@@ -174,10 +179,25 @@ def _slide(model, Minv, Jr, feet, points, base, slide, h):
         steps[:, 1:7] = np.eye(6) * size[:, None, :]
         steps[:, 7:] = -np.eye(6) * size[:, None, :]
         w = model.flow_at(stacked, th13, (probe + steps).reshape(-1, 6)).reshape(n, 13, 6)
-        residual = v - base - h * Minv @ np.einsum("nap,na->p", Jri, w[:, 0])
-        if np.abs(residual).max() <= NEWTON_TOLERANCE * max(np.abs(v).max(), 1e-12):
-            return v
         dw = (w[:, 1:7] - w[:, 7:]).transpose(0, 2, 1) / (2 * size[:, None, :])  # (n, 6 wrench, 6 twist)
         G = np.eye(len(v)) - h * Minv @ np.einsum("nap,nab,nbq->pq", Jri, dw, J)
-        v = v - np.linalg.solve(G, residual)
-    return None
+        return v - base - h * Minv @ np.einsum("nap,na->p", Jri, w[:, 0]), G
+
+    def converged(v, r):
+        return np.abs(r).max() <= NEWTON_TOLERANCE * max(np.abs(v).max(), 1e-12)
+
+    v = start.copy()
+    r, G = residual(v)
+    for _ in range(NEWTON_STEPS):
+        if converged(v, r):
+            return v
+        step = np.linalg.solve(G, r)
+        for k in range(BACKTRACK + 1):
+            alpha = 0.5 ** k
+            r_new, G_new = residual(v - alpha * step)
+            if np.linalg.norm(r_new) <= (1.0 - 1e-4 * alpha) * np.linalg.norm(r):
+                break
+        else:
+            return None
+        v, r, G = v - alpha * step, r_new, G_new
+    return v if converged(v, r) else None

@@ -13,7 +13,7 @@ import numpy as np
 from granular.compiled import kernel
 
 from granular.contact.active_set import NATIVE_TOLERANCE, _backward_into, _forward_into, dual_active_set
-from granular.contact.law3d import (INSIDE, ITERATIONS, NEWTON_STEPS, NEWTON_TOLERANCE, RIDGE, TOLERANCE,
+from granular.contact.law3d import (BACKTRACK, INSIDE, ITERATIONS, NEWTON_STEPS, NEWTON_TOLERANCE, RIDGE, TOLERANCE,
                                     WORK_TOLERANCE)
 from granular.contact.reduction import cholesky
 from granular.wrench.flow import solve_into
@@ -73,18 +73,19 @@ def contact_step(Mt, v_free, J, arms, grain, A, ub, points, Kinv, U, scale, h, l
     sticking = _inside(A, ub, c)
     if law == 0:
         return _moved(B, v_free, c, every), c, sticking, SOLVED
-    md = c
+    md, slide, v = c, ~sticking, v_free.copy()
     Q = np.zeros((N, Kinv.shape[0], 6))  # each sliding foot's map: w(u) = [k(u), 1, u] Q
     mapped = np.zeros(N, np.bool_)
-    for _ in range(ITERATIONS):
+    for it in range(ITERATIONS):
         if sticking.all():
             break
-        slide = ~sticking
         for n in range(N):
             if slide[n] and not mapped[n]:
                 Q[n] = Kinv @ points[n]
                 mapped[n] = True
-        v, ok = _newton(_moved(B, v_free, c, sticking), B, J, arms, Q, U, scale, slide, h)
+        base = _moved(B, v_free, c, sticking)
+        # from max-dissipation's velocity first (law3d.step says why), then from the last root
+        v, ok = _newton(base, _moved(B, v_free, md, every) if it == 0 else v, B, J, arms, Q, U, scale, slide, h)
         if not ok:
             return _moved(B, v_free, md, every), md, _inside(A, ub, md), FELL_BACK
         c_new = c.copy()
@@ -95,11 +96,13 @@ def contact_step(Mt, v_free, J, arms, grain, A, ub, points, Kinv, U, scale, h, l
                 _twist(J[n], v, twist)
                 flow_into(Q[n], U, scale, arms[n], twist, w, dw)
                 c_new[n] = h * w
-        if sticking.any():
-            held, ok, _ = _qp(B, H, v_free, A, ub, sticking, c_new, np.zeros(6 * N, np.int64), 0)
-            if not ok:
-                return v_free.copy(), c, sticking, UNSOLVED
-            c_new = held
+        if not sticking.any():  # every foot slides: nothing else to settle
+            c = c_new
+            break
+        held, ok, _ = _qp(B, H, v_free, A, ub, sticking, c_new, np.zeros(6 * N, np.int64), 0)
+        if not ok:
+            return v_free.copy(), c, sticking, UNSOLVED
+        c_new = held
         settled = np.abs(c_new - c).max() <= TOLERANCE * max(np.abs(c_new).max(), 1e-300)
         c = c_new
         if settled:
@@ -232,48 +235,71 @@ def _qp(B, H, v_free, A, ub, free, held, active, count):
 
 
 @kernel()
-def _newton(base, B, J, arms, Q, U, scale, slide, h):
-    """law3d._slide: Newton's method on v = base + h Σ_slide M̃⁻¹ J_rᵀ w(J v), with w's exact
-    Jacobian. Returns (v, converged)."""
+def _newton(base, start, B, J, arms, Q, U, scale, slide, h):
+    """law3d._slide: Newton's method on v = base + h Σ_slide M̃⁻¹ J_rᵀ w(J v) from ``start``, with w's
+    exact Jacobian, each step backtracked until the residual falls (law3d.BACKTRACK). Returns (v, converged)."""
     nv = len(base)
-    v = base.copy()
-    twist, w, dw = np.empty(6), np.empty(6), np.empty((6, 6))
+    v, trial = start.copy(), np.empty(nv)
     residual, G = np.empty(nv), np.empty((nv, nv))
-    BdW = np.empty((nv, 6))
-    for _ in range(NEWTON_STEPS + 1):
+    trial_residual, trial_G = np.empty(nv), np.empty((nv, nv))
+    size = _residual(v, base, B, J, arms, Q, U, scale, slide, h, residual, G)
+    for _ in range(NEWTON_STEPS):
+        big = 1e-12
         for p in range(nv):
-            residual[p] = v[p] - base[p]
-            for q in range(nv):
-                G[p, q] = 1.0 if p == q else 0.0
-        for n in range(B.shape[0]):
-            if not slide[n]:
-                continue
-            _twist(J[n], v, twist)
-            flow_into(Q[n], U, scale, arms[n], twist, w, dw)
-            for p in range(nv):
-                for a in range(6):
-                    residual[p] -= h * B[n, p, a] * w[a]
-            BdW[:] = 0.0
-            for p in range(nv):
-                for a in range(6):
-                    for b in range(6):
-                        BdW[p, b] += B[n, p, a] * dw[a, b]
-            for p in range(nv):
-                for q in range(nv):
-                    acc = 0.0
-                    for b in range(6):
-                        acc += BdW[p, b] * J[n, b, q]
-                    G[p, q] -= h * acc
-        big, err = 1e-12, 0.0
-        for p in range(nv):
-            big, err = max(big, abs(v[p])), max(err, abs(residual[p]))
-        if err <= NEWTON_TOLERANCE * big:
+            big = max(big, abs(v[p]))
+        if np.abs(residual).max() <= NEWTON_TOLERANCE * big:
             return v, True
         step = residual.reshape((nv, 1)).copy()
         solve_into(G, step)
+        alpha, accepted = 1.0, False
+        for _ in range(BACKTRACK + 1):
+            for p in range(nv):
+                trial[p] = v[p] - alpha * step[p, 0]
+            trial_size = _residual(trial, base, B, J, arms, Q, U, scale, slide, h, trial_residual, trial_G)
+            if trial_size <= (1.0 - 1e-4 * alpha) * size:
+                accepted = True
+                break
+            alpha *= 0.5
+        if not accepted:
+            return v, False
+        v[:], residual[:], G[:] = trial, trial_residual, trial_G
+        size = trial_size
+    big = 1e-12
+    for p in range(nv):
+        big = max(big, abs(v[p]))
+    return v, np.abs(residual).max() <= NEWTON_TOLERANCE * big
+
+
+@kernel()
+def _residual(v, base, B, J, arms, Q, U, scale, slide, h, residual, G):
+    """residual ← v − base − h Σ_slide M̃⁻¹ J_rᵀ w(J v) and G ← its Jacobian by v; returns |residual|."""
+    nv = len(base)
+    twist, w, dw = np.empty(6), np.empty(6), np.empty((6, 6))
+    BdW = np.empty((nv, 6))
+    for p in range(nv):
+        residual[p] = v[p] - base[p]
+        for q in range(nv):
+            G[p, q] = 1.0 if p == q else 0.0
+    for n in range(B.shape[0]):
+        if not slide[n]:
+            continue
+        _twist(J[n], v, twist)
+        flow_into(Q[n], U, scale, arms[n], twist, w, dw)
         for p in range(nv):
-            v[p] -= step[p, 0]
-    return v, False
+            for a in range(6):
+                residual[p] -= h * B[n, p, a] * w[a]
+        BdW[:] = 0.0
+        for p in range(nv):
+            for a in range(6):
+                for b in range(6):
+                    BdW[p, b] += B[n, p, a] * dw[a, b]
+        for p in range(nv):
+            for q in range(nv):
+                acc = 0.0
+                for b in range(6):
+                    acc += BdW[p, b] * J[n, b, q]
+                G[p, q] -= h * acc
+    return np.sqrt(np.sum(residual * residual))
 
 
 @kernel()

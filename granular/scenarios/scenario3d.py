@@ -32,7 +32,7 @@ from granular.errors import GranularError
 from granular.io.schema import Finite, Positive, Schema, load as load_schema
 
 from granular.contact.law3d import LAWS  # the scenario file's choices of law
-from granular.scenarios import robot3d
+from granular.scenarios import gait3d, robot3d
 
 
 class RobotSection(Schema):
@@ -122,7 +122,7 @@ class World:
     mj_data: object
     feet: object
     terrain: object
-    gait: object = None      # (t, torso pitch) -> actuator targets, set before each step
+    gait: object = None      # a gait3d.Gait: MuJoCo's data -> actuator targets, set before each step
     workspace: object = None  # the coupling's Workspace, carried from step to step
 
 
@@ -154,8 +154,8 @@ def build(path, medium: str | None = None, law: str | None = None, duration: flo
     except GranularError as exc:
         raise GranularError(f"{path}: {exc}") from None
     feet = mujoco3d.attach(mj_model, feet, wrenches, law or spec.granular.law, where=str(path))
-    gait = (_gait(path, spec.control, mj_model) if spec.control.kind in ("trot", "hold")
-            else _tripod(path, spec.control, mj_model) if spec.control.kind == "tripod" else None)
+    gait = (gait3d.quadruped(path, spec.control, mj_model) if spec.control.kind in ("trot", "hold")
+            else gait3d.tripod(path, spec.control, mj_model) if spec.control.kind == "tripod" else None)
     if spec.control.kind == "pd" and len(spec.control.targets) != mj_model.nu:
         raise GranularError(f"{path}: control.targets has {len(spec.control.targets)} values; the model has "
                             f"{mj_model.nu} actuators")
@@ -168,7 +168,7 @@ def build(path, medium: str | None = None, law: str | None = None, duration: flo
     if spec.control.kind == "pd":
         data.ctrl[:] = spec.control.targets
     if gait is not None:  # standing in the gait's first pose, its joints at their targets
-        data.ctrl[:] = gait(0.0, 0.0)
+        data.ctrl[:] = gait.at(0.0)
         data.qpos[mj_model.jnt_qposadr[mj_model.actuator_trnid[:, 0]]] = data.ctrl
     if spec.initial is not None:
         _place(path, spec.initial, mj_model, data)
@@ -176,53 +176,6 @@ def build(path, medium: str | None = None, law: str | None = None, duration: flo
     if duration is not None:
         spec = _with_duration(spec, duration)
     return World(spec, path, mj_model, data, feet, terrain, gait, mujoco3d.Workspace())
-
-
-def _gait(path, control, mj_model):
-    """The planar quadruped's trot or held pose as joint targets for the MJCF's 12 actuators, in
-    their order (FL, FR, RL, RR = front_1, front_2, rear_1, rear_2; hip, knee, ankle each)."""
-    from granular.foot import Foot
-    from granular.scenarios.control import Hold, Trot
-    from granular.scenarios.robots import JOINTS, LIMBS, load_quadruped
-
-    if mj_model.nu != 12:
-        raise GranularError(f"{path}: control kind {control.kind} needs 12 actuators (4 limbs × hip, knee, "
-                            f"ankle); the model has {mj_model.nu}")
-    robot = load_quadruped(path.parent / control.spec, Foot())
-    if control.kind == "trot":
-        gait = Trot(robot, control.period, control.step, control.lift, control.z, control.start)
-    else:
-        unknown = set(control.legs) - {limb for limb, _ in LIMBS}
-        if unknown or not control.legs:
-            raise GranularError(f"{path}: control.legs names the limbs {', '.join(l for l, _ in LIMBS)}; "
-                                f"got {', '.join(sorted(control.legs)) or 'none'}")
-        gait = Hold(robot, dict(control.legs))
-    columns = [robot.joint(limb, joint) - 3 for limb, _ in LIMBS for joint in JOINTS]
-    return lambda t, pitch: gait(t, pitch)[columns]
-
-
-def _tripod(path, control, mj_model):
-    """Alternating tripods (left-front, right-middle, left-rear against the others): each leg swings
-    its yaw forward by 2 × swing with the lift joint raised (a half sine up to ``lift_angle``) for half a
-    period, then pushes back on the ground for the other half; ``start`` s of standing first."""
-    if mj_model.nu != 12:
-        raise GranularError(f"{path}: control kind tripod needs 12 actuators (6 legs × yaw, lift); "
-                            f"the model has {mj_model.nu}")
-    shift = np.array([0.0, 0.5, 0.5, 0.0, 0.0, 0.5])   # tripods: lf, rm, lr | rf, lm, rr
-    forward = np.array([-1.0, 1.0, -1.0, 1.0, -1.0, 1.0])  # a left leg's yaw is backwards about +z
-
-    def targets(t, pitch):
-        out = np.zeros(12)
-        if t < control.start:
-            return out
-        phase = ((t - control.start) / control.period + shift) % 1.0
-        swinging = phase < 0.5
-        s = np.where(swinging, phase / 0.5, (phase - 0.5) / 0.5)
-        stroke = np.where(swinging, s - 0.5, 0.5 - s) * 2 * control.swing
-        out[0::2] = forward * stroke
-        out[1::2] = np.where(swinging, control.lift_angle * np.sin(np.pi * s), 0.0)
-        return out
-    return targets
 
 
 def _place(path, initial, mj_model, data):
@@ -237,13 +190,6 @@ def _place(path, initial, mj_model, data):
     half = -0.5 * initial.angle  # the planar angle turns about −y
     data.qpos[3:7] = [np.cos(half), 0.0, np.sin(half), 0.0]
     data.qvel[0] = initial.velocity
-
-
-def pitch(mj_data, body: int = 1) -> float:
-    """The planar pitch of a body (counter-clockwise about −y, :func:`granular.frames3d.pitch`)."""
-    from granular.frames3d import pitch as pitch_of
-
-    return pitch_of(mj_data.xmat[body])
 
 
 def _with_duration(spec, duration):
@@ -289,7 +235,7 @@ def run(world, progress: bool = False) -> dict:
     _record(rec, 0, world)
     for k in tqdm(range(1, steps + 1), desc=world.path.stem, disable=None if progress else True, unit="step"):
         if world.gait is not None:
-            d.ctrl[:] = world.gait(d.time, pitch(d))
+            d.ctrl[:] = world.gait(d)
         result, thetas = mujoco3d.step(m, d, world.feet, world.terrain, workspace=world.workspace)
         mujoco.mj_fwdPosition(m, d)  # positions and mass matrix after the step, for the record
         states = _record(rec, k, world)
