@@ -90,7 +90,7 @@ def test_the_data_maps_jacobian_is_its_derivative(which):
     for _ in range(40):
         twist = rng.normal(size=6) * dmap.scale
         w, dw = np.zeros(6), np.zeros((6, 6))
-        step3d.flow_into(Q, dmap.directions, dmap.scale, arm, twist, w, dw)
+        step3d.flow_into(Q, dmap.directions, dmap.scale, arm, twist, w, dw, np.zeros((12, 6)))
         ref = dmap.wrenches(points, twist[None], arm[None])[0]
         np.testing.assert_allclose(w, ref, rtol=1e-10, atol=1e-9 * np.abs(ref).max())
         raw = dmap.weights(twist / dmap.scale / np.linalg.norm(twist / dmap.scale)) @ points[0]
@@ -103,5 +103,5 @@ def test_the_data_maps_jacobian_is_its_derivative(which):
     if which == "random":
         assert 5 < corrected < 35, "both branches are tried"
     w, dw = np.ones(6), np.ones((6, 6))
-    step3d.flow_into(Q, dmap.directions, dmap.scale, arm, np.zeros(6), w, dw)
+    step3d.flow_into(Q, dmap.directions, dmap.scale, arm, np.zeros(6), w, dw, np.zeros((12, 6)))
     assert not w.any() and not dw.any(), "zero at rest"

@@ -89,12 +89,12 @@ def contact_step(Mt, v_free, J, arms, grain, A, ub, points, Kinv, U, scale, h, l
         if not ok:
             return _moved(B, v_free, md, every), md, _inside(A, ub, md), FELL_BACK
         c_new = c.copy()
-        w, dw = np.zeros(6), np.zeros((6, 6))
+        w, dw, work = np.zeros(6), np.zeros((6, 6)), np.zeros((12, 6))
         twist = np.empty(6)
         for n in range(N):
             if slide[n]:
                 _twist(J[n], v, twist)
-                flow_into(Q[n], U, scale, arms[n], twist, w, dw)
+                flow_into(Q[n], U, scale, arms[n], twist, w, dw, work)
                 c_new[n] = h * w
         if not sticking.any():  # every foot slides: nothing else to settle
             c = c_new
@@ -242,40 +242,46 @@ def _newton(base, start, B, J, arms, Q, U, scale, slide, h):
     v, trial = start.copy(), np.empty(nv)
     residual, G = np.empty(nv), np.empty((nv, nv))
     trial_residual, trial_G = np.empty(nv), np.empty((nv, nv))
-    size = _residual(v, base, B, J, arms, Q, U, scale, slide, h, residual, G)
+    step, work = np.empty((nv, 1)), np.empty((14 + nv, 6))
+    size = _residual(v, base, B, J, arms, Q, U, scale, slide, h, residual, G, work)
     for _ in range(NEWTON_STEPS):
-        big = 1e-12
-        for p in range(nv):
-            big = max(big, abs(v[p]))
-        if np.abs(residual).max() <= NEWTON_TOLERANCE * big:
+        if _converged(v, residual):
             return v, True
-        step = residual.reshape((nv, 1)).copy()
-        solve_into(G, step)
+        for p in range(nv):
+            step[p, 0] = residual[p]
+        solve_into(G, step)  # G is overwritten: the accepted trial's replaces it
         alpha, accepted = 1.0, False
         for _ in range(BACKTRACK + 1):
             for p in range(nv):
                 trial[p] = v[p] - alpha * step[p, 0]
-            trial_size = _residual(trial, base, B, J, arms, Q, U, scale, slide, h, trial_residual, trial_G)
+            trial_size = _residual(trial, base, B, J, arms, Q, U, scale, slide, h, trial_residual, trial_G, work)
             if trial_size <= (1.0 - 1e-4 * alpha) * size:
                 accepted = True
                 break
             alpha *= 0.5
         if not accepted:
             return v, False
-        v[:], residual[:], G[:] = trial, trial_residual, trial_G
+        v, trial = trial, v
+        residual, trial_residual = trial_residual, residual
+        G, trial_G = trial_G, G
         size = trial_size
-    big = 1e-12
-    for p in range(nv):
-        big = max(big, abs(v[p]))
-    return v, np.abs(residual).max() <= NEWTON_TOLERANCE * big
+    return v, _converged(v, residual)
+
+
+@kernel(inline=True)
+def _converged(v, residual):
+    big, err = 1e-12, 0.0
+    for p in range(len(v)):
+        big, err = max(big, abs(v[p])), max(err, abs(residual[p]))
+    return err <= NEWTON_TOLERANCE * big
 
 
 @kernel()
-def _residual(v, base, B, J, arms, Q, U, scale, slide, h, residual, G):
-    """residual ← v − base − h Σ_slide M̃⁻¹ J_rᵀ w(J v) and G ← its Jacobian by v; returns |residual|."""
+def _residual(v, base, B, J, arms, Q, U, scale, slide, h, residual, G, work):
+    """residual ← v − base − h Σ_slide M̃⁻¹ J_rᵀ w(J v) and G ← its Jacobian by v; returns |residual|.
+    ``work`` (14 + nv, 6): scratch."""
     nv = len(base)
-    twist, w, dw = np.empty(6), np.empty(6), np.empty((6, 6))
-    BdW = np.empty((nv, 6))
+    twist, w, dw, BdW = work[12], work[13], work[:6], work[14:]
     for p in range(nv):
         residual[p] = v[p] - base[p]
         for q in range(nv):
@@ -284,39 +290,50 @@ def _residual(v, base, B, J, arms, Q, U, scale, slide, h, residual, G):
         if not slide[n]:
             continue
         _twist(J[n], v, twist)
-        flow_into(Q[n], U, scale, arms[n], twist, w, dw)
+        flow_into(Q[n], U, scale, arms[n], twist, w, dw, work[:12])
         for p in range(nv):
+            acc = 0.0
             for a in range(6):
-                residual[p] -= h * B[n, p, a] * w[a]
-        BdW[:] = 0.0
-        for p in range(nv):
-            for a in range(6):
-                for b in range(6):
-                    BdW[p, b] += B[n, p, a] * dw[a, b]
+                acc += B[n, p, a] * w[a]
+            residual[p] -= h * acc
+            for b in range(6):
+                acc = 0.0
+                for a in range(6):
+                    acc += B[n, p, a] * dw[a, b]
+                BdW[p, b] = h * acc
         for p in range(nv):
             for q in range(nv):
                 acc = 0.0
                 for b in range(6):
                     acc += BdW[p, b] * J[n, b, q]
-                G[p, q] -= h * acc
-    return np.sqrt(np.sum(residual * residual))
+                G[p, q] -= acc
+    size = 0.0
+    for p in range(nv):
+        size += residual[p] * residual[p]
+    return np.sqrt(size)
 
 
 @kernel()
-def flow_into(Q, U, scale, arm, twist, w, dw):
+def flow_into(Q, U, scale, arm, twist, w, dw, work):
     """w (6,) ← the data's wrench about p_r for the twist (6,) of p_center, and dw (6, 6) ← its
     Jacobian by the twist: :meth:`granular.wrench.flow3d.SphereMap.wrenches` with the foot's map
     Q = Kinv W(θ) (m + 7, 6), w(u) = Σ_j |u − U_j|³ Q_j + Q_m + Σ_i u_i Q_{m+1+i} at u = s / |s|,
-    s = twist / scale, then made dissipative (``flow3d.dissipative``). Zero at rest."""
+    s = twist / scale, then made dissipative (``flow3d.dissipative``). Zero at rest. ``work``
+    (12, 6) is scratch (Newton's loop calls this for every sliding foot at every iteration: no
+    allocation)."""
     m = U.shape[0]
+    Gu, u, vr, metric, dp, dq = work[:6], work[6], work[7], work[8], work[9], work[10]
     w[:] = 0.0
     dw[:] = 0.0
-    s = twist / scale
-    rho = np.sqrt(np.sum(s * s))
+    rho = 0.0
+    for i in range(6):
+        rho += (twist[i] / scale[i]) ** 2
+    rho = np.sqrt(rho)
     if rho == 0.0:
         return
-    u = s / rho
-    Gu = np.zeros((6, 6))  # ∂w/∂u
+    for i in range(6):
+        u[i] = twist[i] / scale[i] / rho
+    Gu[:] = 0.0  # ∂w/∂u
     for j in range(m):
         dot = 0.0
         for i in range(6):
@@ -326,34 +343,66 @@ def flow_into(Q, U, scale, arm, twist, w, dw):
         k, dk = r2 * r, -3.0 * r  # |u − U_j|³ and its derivative by u, along U_j
         for a in range(6):
             w[a] += k * Q[j, a]
+            f = dk * Q[j, a]
             for b in range(6):
-                Gu[a, b] += dk * Q[j, a] * U[j, b]
+                Gu[a, b] += f * U[j, b]
     for a in range(6):
         w[a] += Q[m, a]
         for i in range(6):
             w[a] += u[i] * Q[m + 1 + i, a]
             Gu[a, i] += Q[m + 1 + i, a]
     for a in range(6):  # ∂u/∂twist = (I − u uᵀ) / (ρ scale)
+        along = 0.0
+        for b in range(6):
+            along += Gu[a, b] * u[b]
         for c in range(6):
-            acc = Gu[a, c]
-            for b in range(6):
-                acc -= Gu[a, b] * u[b] * u[c]
-            dw[a, c] = acc / (rho * scale[c])
-    T = np.zeros((6, 6))  # the twist at p_r: T twist
-    for a in range(6):
-        T[a, a] = 1.0
+            dw[a, c] = (Gu[a, c] - along * u[c]) / (rho * scale[c])
     x, y, z = arm[0], arm[1], arm[2]
-    T[0, 4], T[0, 5], T[1, 3], T[1, 5], T[2, 3], T[2, 4] = z, -y, -z, x, y, -x
-    vr = T @ twist
-    metric = vr / (scale * scale)
-    p, q = np.sum(w * vr), np.sum(vr * metric)
+    _at_arm(twist, x, y, z, vr)  # the twist at p_r
+    p, q = 0.0, 0.0
+    for a in range(6):
+        metric[a] = vr[a] / (scale[a] * scale[a])
+        p += w[a] * vr[a]
+        q += vr[a] * metric[a]
     if p > 0.0 and q > 0.0:  # the nearest wrench that does no work; its derivative by the product rule
         ratio = p / q
-        dp = vr @ dw + w @ T
-        dq = 2.0 * (metric @ T)
-        dratio = (dp - ratio * dq) / q
+        _row_at_arm(w, x, y, z, dp)  # dp = vrᵀ dw + wᵀ T
+        _row_at_arm(metric, x, y, z, dq)  # dq / 2 = metricᵀ T
+        for c in range(6):
+            acc = 0.0
+            for a in range(6):
+                acc += vr[a] * dw[a, c]
+            dp[c] += acc
+        for c in range(6):
+            dratio = (dp[c] - 2.0 * ratio * dq[c]) / q
+            for a in range(6):
+                dw[a, c] -= metric[a] * dratio
+        for a in range(6):  # − ratio ∂metric/∂twist = − ratio S⁻² T
+            f = ratio / (scale[a] * scale[a])
+            dw[a, a] -= f
+        dw[0, 4] -= ratio * z / (scale[0] * scale[0])
+        dw[0, 5] += ratio * y / (scale[0] * scale[0])
+        dw[1, 3] += ratio * z / (scale[1] * scale[1])
+        dw[1, 5] -= ratio * x / (scale[1] * scale[1])
+        dw[2, 3] -= ratio * y / (scale[2] * scale[2])
+        dw[2, 4] += ratio * x / (scale[2] * scale[2])
         for a in range(6):
-            for c in range(6):
-                dw[a, c] -= metric[a] * dratio[c] + ratio * T[a, c] / (scale[a] * scale[a])
             w[a] -= ratio * metric[a]
 
+
+@kernel(inline=True)
+def _at_arm(t, x, y, z, out):
+    """out ← T t, the twist t (6,) of p_center moved to p_r = p_center + (x, y, z): v + ω × arm, ω."""
+    out[0] = t[0] + z * t[4] - y * t[5]
+    out[1] = t[1] - z * t[3] + x * t[5]
+    out[2] = t[2] + y * t[3] - x * t[4]
+    out[3], out[4], out[5] = t[3], t[4], t[5]
+
+
+@kernel(inline=True)
+def _row_at_arm(r, x, y, z, out):
+    """out ← rᵀ T for the row r (6,) (T as in :func:`_at_arm`)."""
+    out[0], out[1], out[2] = r[0], r[1], r[2]
+    out[3] = r[3] - z * r[1] + y * r[2]
+    out[4] = r[4] + z * r[0] - x * r[2]
+    out[5] = r[5] - y * r[0] + x * r[1]
