@@ -1,11 +1,13 @@
 """Both 3D contact laws compiled: a MuJoCo step's impulses in one kernel call (issues 50 and 51).
 
 :func:`contact_step` is :func:`granular.contact.law3d.step` in numba's subset (that module's
-docstring states the laws; its numpy code is the reference these kernels are tested against). Two
-things differ, neither in the answer: the QP is the dual active-set method of
-:mod:`granular.contact.active_set` (the reference calls quadprog, the same method), and data-flow's
-Newton solve takes the data map's Jacobian exactly (:func:`flow_into`), where the reference
-differences it. The caller falls back to the reference when the kernel's QP does not solve.
+docstring states the laws; its numpy code is the reference these kernels are tested against). What
+differs: the QP is the dual active-set method of :mod:`granular.contact.active_set` (the reference
+calls quadprog, the same method), started from the last step's active set, and where more feet's
+impulses than the dofs they move make it singular it takes proximal steps (:data:`PROXIMAL`: v⁺
+within 1e-5 of quadprog's, ``tests/test_step3d.py``); data-flow's Newton solve takes the data map's
+Jacobian exactly (:func:`flow_into`), where the reference differences it. The caller falls back
+to the reference when the kernel's QP does not solve.
 """
 from __future__ import annotations
 
@@ -58,16 +60,14 @@ def contact_step(Mt, v_free, J, arms, grain, A, ub, points, Kinv, U, scale, h, l
                     for q in range(nv):
                         H[p, q] += J[n, a, p] * grain[n, a] * J[n, a, q]
     every = np.ones(N, np.bool_)
-    start = warm[1:].copy()
     c, ok, size = _qp(B, H, v_free, A, ub, every, np.zeros((N, 6)), warm[1:], warm[0])
     warm[0] = size
     if ok and dragged and _largest_work(Jr, c, _moved(B, v_free, c, every)) > WORK_TOLERANCE:
-        # the grains let the impulses do work on the bodies alone: drop them, as law3d does
+        # the grains let the impulses do work on the bodies alone: drop them, as law3d does (from
+        # the first QP's active set)
         H = Mt.copy()
-        start[:] = warm[1:]
-        c, ok, size = _qp(B, H, v_free, A, ub, every, np.zeros((N, 6)), start, warm[0])
+        c, ok, size = _qp(B, H, v_free, A, ub, every, np.zeros((N, 6)), warm[1:], warm[0])
         warm[0] = size
-        warm[1:] = start
     if not ok:
         return v_free.copy(), c, np.zeros(N, np.bool_), UNSOLVED
     sticking = _inside(A, ub, c)

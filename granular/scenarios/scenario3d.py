@@ -114,7 +114,7 @@ def is_3d(path) -> bool:
 
 @dataclass
 class World:
-    """A built 3D scenario: MuJoCo's model and data, the granular feet, the terrain callback."""
+    """A built 3D scenario: MuJoCo's model and data, the granular feet, the terrain (a mujoco3d.Ground)."""
 
     spec: Scenario3DFile
     path: Path

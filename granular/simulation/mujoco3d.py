@@ -173,7 +173,8 @@ def _impulses(mj_model, mj_data, feet: GranularFeet, M, jac, rotations, thetas, 
     moment = _moment(mj_model, mj_data)
     if warm is None:
         warm = np.zeros(6 * len(thetas) + 1, np.int64)
-    state = (M, mj_data.qacc_smooth, mj_data.qvel, moment, mj_data.ctrl, mj_data.actuator_force, h, *_fields(feet.actuation))
+    state = (M, mj_data.qacc_smooth, mj_data.qvel, moment, mj_data.ctrl, mj_data.actuator_force, h,
+             *_fields(feet.actuation or actuation(mj_model)))
     if linear is not None:
         dmap = model.direction_map
         Mt, v_free, J, v, c, sticking, status, impulse = coupled(
