@@ -105,3 +105,28 @@ def test_the_data_maps_jacobian_is_its_derivative(which):
     w, dw = np.ones(6), np.ones((6, 6))
     step3d.flow_into(Q, dmap.directions, dmap.scale, arm, np.zeros(6), w, dw, np.zeros((12, 6)))
     assert not w.any() and not dw.any(), "zero at rest"
+
+
+def test_a_medium_without_a_compiled_form_steps_through_the_reference():
+    """An SVR 3D model has no linear form for the fused call: the MuJoCo step takes law3d's numpy
+    path (free_motion, the Jacobians in numpy, law3d.step), and the foot still lands on it, supported,
+    the medium taking energy and giving none."""
+    from dataclasses import replace
+
+    from granular.learning import model3d
+
+    world = scenario3d.build(scenarios.find("drop3d-tilted"))
+    svr = model3d.fit(world.feet.model.dataset, "svr")
+    assert svr._linear is None
+    feet = replace(world.feet, model=svr)
+    m, d = world.mj_model, world.mj_data
+    gave = took = 0.0
+    steps = 0
+    for _ in range(int(0.3 / m.opt.timestep)):
+        result, thetas = mujoco3d.step(m, d, feet, world.terrain, workspace=world.workspace)
+        if result is not None:
+            steps += 1
+            gave, took = gave + max(result.work, 0.0), took - min(result.work, 0.0)
+            assert result.impulses.shape == (1, 6)
+    assert steps > 50 and took > 1.0 and gave < 1e-9 * took
+    assert d.qpos[2] > 0.0, "held up by the medium"
