@@ -3,6 +3,7 @@
     python3 -m pip install -e '.[rl]'
     python3 examples/random_policy.py --steps 2000 --media sand pebbles --seed 0
     python3 examples/random_policy.py --envs 64     # a batch on the cores (granular.apps.vector)
+    python3 examples/random_policy.py --3d          # the 3D RoboSimian on MuJoCo (granular/Quadruped3D-v0)
 
 Prints each finished episode (medium, length, return, why it ended) and then the wall-clock
 throughput: env steps per second and simulator steps per second (each env step is the control
@@ -31,13 +32,22 @@ def main(argv=None):
     parser.add_argument("--workers", type=int, default=None, help="with --envs: processes (default: the cores)")
     parser.add_argument("--contact", choices=["data-flow", "max-dissipation"], default=None,
                         help="contact law (default: the scenario's, data-flow)")
+    parser.add_argument("--3d", dest="three_d", action="store_true",
+                        help="granular/Quadruped3D-v0, the 3D RoboSimian on MuJoCo and sand3d (one environment)")
     args = parser.parse_args(argv)
     if args.steps < 1 or args.warmup < 0 or args.envs < 1:
         parser.error("--steps and --envs must be at least 1 and --warmup not negative")
     if args.envs > 1:
+        if args.three_d:
+            parser.error("--3d runs one environment (no 3D batch yet)")
         return vector(args)
 
-    env = gymnasium.make(granular_gym.ENV_ID, media=args.media, contact=args.contact)
+    if args.three_d:
+        import granular.apps.gym3d as gym3d  # registers granular/Quadruped3D-v0
+
+        env = gymnasium.make(gym3d.ENV_ID, contact=args.contact)
+    else:
+        env = gymnasium.make(granular_gym.ENV_ID, media=args.media, contact=args.contact)
     env.action_space.seed(args.seed)
     substeps = env.unwrapped.substeps
     obs, info = env.reset(seed=args.seed)
@@ -46,7 +56,7 @@ def main(argv=None):
         if terminated or truncated:
             obs, info = env.reset()
 
-    episode_return, episode_steps, medium = 0.0, 0, info["medium"]
+    episode_return, episode_steps, medium = 0.0, 0, info.get("medium", "sand3d")
     start = time.perf_counter()
     for _ in range(args.steps):
         obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
@@ -58,7 +68,7 @@ def main(argv=None):
                   f"return {episode_return:+.3f}, {'fell' if terminated else 'time limit'}, "
                   f"torso at x = {info['x']:+.3f} m")
             obs, info = env.reset()
-            episode_return, episode_steps, medium = 0.0, 0, info["medium"]
+            episode_return, episode_steps, medium = 0.0, 0, info.get("medium", "sand3d")
     elapsed = time.perf_counter() - start
     env.close()
     print(f"{args.steps} env steps in {elapsed:.2f} s: {args.steps / elapsed:,.0f} env steps/s, "

@@ -284,6 +284,18 @@ def test_random_policy_example_runs_and_reports_throughput(capsys):
     assert "30 env steps in" in out and "simulator steps/s" in out
 
 
+def test_random_policy_example_runs_the_3d_robot(capsys):
+    import runpy
+    from pathlib import Path
+
+    example = runpy.run_path(str(Path(__file__).resolve().parent.parent / "examples" / "random_policy.py"))
+    example["main"](["--3d", "--steps", "30", "--warmup", "2"])
+    out = capsys.readouterr().out
+    assert "30 env steps in" in out and "simulator steps/s" in out
+    with pytest.raises(SystemExit):  # no 3D batch: one clear line from argparse
+        example["main"](["--3d", "--envs", "2"])
+
+
 def test_random_policy_example_steps_environments_in_processes(capsys):
     import runpy
     from pathlib import Path
