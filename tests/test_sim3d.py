@@ -210,7 +210,7 @@ def test_the_3d_quadruped_trots_forward_on_sand(law, dt):
     assert torso[:, 2].min() > 0.7, "the torso stays up"
     assert abs(torso[-1, 1]) < 0.1, "it trots straight"
     assert all(f["max_depth_m"] < 0.13 for f in summary["feet"].values())
-    # measured: 50 of 6,000 steps at 1 ms, 29 of 300 at 20 ms
+    # measured: 10 of 6,000 steps at 1 ms, 5 of 300 at 20 ms
     assert summary["law_fallback_steps"] <= (0.02 if dt is None else 0.15) * (len(rec["t"]) - 1)
     assert summary["energy"]["medium_gave_J"] < 1e-6
 

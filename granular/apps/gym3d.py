@@ -75,7 +75,7 @@ class Quadruped3DEnv(gymnasium.Env):
         w = self._world
         m, d, rng = w.mj_model, w.mj_data, self.np_random
         mujoco.mj_resetData(m, d)
-        w.workspace.start(np.zeros(0, np.int64))  # an episode starts cold, as a fresh one would
+        w.workspace.reset()  # an episode starts cold, as a fresh one would: reproducible
         d.qpos[:], d.qvel[:] = self._start
         widths = {k: v * self.reset_noise for k, v in RESET_WIDTHS.items()}
         d.qpos[self._joints] += rng.uniform(-widths["joints"], widths["joints"], 12)

@@ -35,6 +35,10 @@ ITERATIONS, TOLERANCE = 8, 1e-6
 #: Newton's iterations, each step halved up to BACKTRACK times until the residual's norm falls (a
 #: backtracking line search: at a kink of the data's map, where plain Newton cycles, it converges).
 NEWTON_STEPS, NEWTON_TOLERANCE, BACKTRACK = 20, 1e-10, 6
+#: A backtracked step is taken once the residual's norm falls by this share of the step (Armijo).
+ARMIJO = 1e-4
+#: The fixed normals of the 3D polytope the QP constrains the impulses to (K).
+NORMALS = 72
 #: A foot sticks when its impulse is inside h W by this share of the polytope's size.
 INSIDE = 1e-6
 #: The QP's ridge, × tr P / its size: P is singular where more feet's impulses than the degrees of
@@ -76,7 +80,7 @@ class Step:
     fell_back: bool = False   # data-flow's Newton failed and the step kept max-dissipation's impulses
 
 
-def step(model, M, v_free, feet: Feet, h: float, law: str = DEFAULT_LAW, K: int = 72) -> Step:
+def step(model, M, v_free, feet: Feet, h: float, law: str = DEFAULT_LAW, K: int = NORMALS) -> Step:
     """One step's contact impulses under ``law`` for the feet on the 3D ``model``
     (:class:`~granular.learning.model3d.WrenchSpaceModel3D`)."""
     if law not in LAWS:
@@ -195,7 +199,7 @@ def _slide(model, Minv, Jr, feet, points, base, slide, h, start):
         for k in range(BACKTRACK + 1):
             alpha = 0.5 ** k
             r_new, G_new = residual(v - alpha * step)
-            if np.linalg.norm(r_new) <= (1.0 - 1e-4 * alpha) * np.linalg.norm(r):
+            if np.linalg.norm(r_new) <= (1.0 - ARMIJO * alpha) * np.linalg.norm(r):
                 break
         else:
             return None

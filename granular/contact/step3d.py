@@ -15,8 +15,8 @@ import numpy as np
 from granular.compiled import kernel
 
 from granular.contact.active_set import NATIVE_TOLERANCE, _backward_into, _forward_into, dual_active_set
-from granular.contact.law3d import (BACKTRACK, INSIDE, ITERATIONS, NEWTON_STEPS, NEWTON_TOLERANCE, RIDGE, TOLERANCE,
-                                    WORK_TOLERANCE)
+from granular.contact.law3d import (ARMIJO, BACKTRACK, INSIDE, ITERATIONS, NEWTON_STEPS, NEWTON_TOLERANCE, RIDGE,
+                                    TOLERANCE, WORK_TOLERANCE)
 from granular.contact.reduction import cholesky
 from granular.wrench.flow import solve_into
 
@@ -25,7 +25,7 @@ from granular.wrench.flow import solve_into
 SOLVED, FELL_BACK, UNSOLVED = 0, 1, -1
 #: Where P is too near singular for the dual active-set method (a quadruped's four feet: 24 impulses
 #: on 18 dofs), proximal steps with this ridge (× tr P / its size), at most this many.
-PROXIMAL, PROXIMAL_STEPS = 1e-6, 8
+PROXIMAL, PROXIMAL_STEPS = 1e-6, 16
 
 
 @kernel("f8[:, ::1], f8[::1], f8[:, :, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, :, ::1], "
@@ -40,6 +40,8 @@ def contact_step(Mt, v_free, J, arms, grain, A, ub, points, Kinv, U, scale, h, l
     every foot, its size first, taken as the start (say, the last step's with the same feet in the
     medium; any set is a valid start) and left there for the next step."""
     N, nv = J.shape[0], len(v_free)
+    if not np.isfinite(v_free).all():  # a blown-up state: the reference says how (max and min drop NaN)
+        return v_free.copy(), np.zeros((N, 6)), np.zeros(N, np.bool_), UNSOLVED
     L = cholesky(Mt)
     Jr = np.empty((N, 6, nv))
     B = np.empty((N, nv, 6))  # M̃⁻¹ J_rᵀ per foot: an impulse's change of velocity
@@ -68,7 +70,7 @@ def contact_step(Mt, v_free, J, arms, grain, A, ub, points, Kinv, U, scale, h, l
         H = Mt.copy()
         c, ok, size = _qp(B, H, v_free, A, ub, every, np.zeros((N, 6)), warm[1:], warm[0])
         warm[0] = size
-    if not ok:
+    if not (ok and np.isfinite(c).all()):
         return v_free.copy(), c, np.zeros(N, np.bool_), UNSOLVED
     sticking = _inside(A, ub, c)
     if law == 0:
@@ -177,7 +179,7 @@ def _qp(B, H, v_free, A, ub, free, held, active, count):
     """law3d._qp: min ½ v⁺ᵀ H v⁺ over the impulses of the feet ``free``, the others ``held``, with
     A c_n ≤ ub_n, by the dual active-set method from the set ``active[:count]``. Returns (all
     impulses (N, 6), solved, the final set's size, left in ``active``)."""
-    N, nv, K = B.shape[0], B.shape[1], A.shape[0]
+    nv, K = B.shape[1], A.shape[0]
     idx = np.flatnonzero(free)
     F = len(idx)
     out = held.copy()
@@ -218,17 +220,21 @@ def _qp(B, H, v_free, A, ub, free, held, active, count):
             P[i, i] += ridge
         x = np.zeros(n)
         size = count
+        settled = False
         for _ in range(PROXIMAL_STEPS):
             x_old = x.copy()
             x, status, size = dual_active_set(P, g - ridge * x_old, Ablock, bound, rows, NATIVE_TOLERANCE * top,
                                               active, size)
             if status < 0:
                 break
-            change = 0.0
-            for i in range(n):
-                change = max(change, abs(x[i] - x_old[i]))
-            if change <= TOLERANCE * max(np.abs(x).max(), 1e-300):
+            # settled when the velocity does: the impulses' part that moves no dof is not unique
+            moved = BF @ (x - x_old)
+            after = base + BF @ x
+            if np.abs(moved).max() <= TOLERANCE * max(np.abs(after).max(), 1e-12):
+                settled = True
                 break
+        if status >= 0 and not settled:
+            status = -2  # not settled within PROXIMAL_STEPS: the reference solves the step
     for k in range(F):
         out[idx[k]] = x[6 * k:6 * k + 6]
     return out, status >= 0, size if status >= 0 else 0
@@ -242,7 +248,7 @@ def _newton(base, start, B, J, arms, Q, U, scale, slide, h):
     v, trial = start.copy(), np.empty(nv)
     residual, G = np.empty(nv), np.empty((nv, nv))
     trial_residual, trial_G = np.empty(nv), np.empty((nv, nv))
-    step, work = np.empty((nv, 1)), np.empty((14 + nv, 6))
+    step, work = np.empty((nv, 1)), np.empty((20 + nv, 6))
     size = _residual(v, base, B, J, arms, Q, U, scale, slide, h, residual, G, work)
     for _ in range(NEWTON_STEPS):
         if _converged(v, residual):
@@ -255,7 +261,7 @@ def _newton(base, start, B, J, arms, Q, U, scale, slide, h):
             for p in range(nv):
                 trial[p] = v[p] - alpha * step[p, 0]
             trial_size = _residual(trial, base, B, J, arms, Q, U, scale, slide, h, trial_residual, trial_G, work)
-            if trial_size <= (1.0 - 1e-4 * alpha) * size:
+            if trial_size <= (1.0 - ARMIJO * alpha) * size:
                 accepted = True
                 break
             alpha *= 0.5
@@ -279,9 +285,9 @@ def _converged(v, residual):
 @kernel()
 def _residual(v, base, B, J, arms, Q, U, scale, slide, h, residual, G, work):
     """residual ← v − base − h Σ_slide M̃⁻¹ J_rᵀ w(J v) and G ← its Jacobian by v; returns |residual|.
-    ``work`` (14 + nv, 6): scratch."""
+    ``work`` (20 + nv, 6): scratch."""
     nv = len(base)
-    twist, w, dw, BdW = work[12], work[13], work[:6], work[14:]
+    twist, w, dw, BdW = work[12], work[13], work[14:20], work[20:]
     for p in range(nv):
         residual[p] = v[p] - base[p]
         for q in range(nv):
@@ -333,7 +339,7 @@ def flow_into(Q, U, scale, arm, twist, w, dw, work):
         return
     for i in range(6):
         u[i] = twist[i] / scale[i] / rho
-    Gu[:] = 0.0  # ∂w/∂u
+    Gu[:] = 0.0  # ∂w/∂u first; the chain through u = s / |s| follows
     for j in range(m):
         dot = 0.0
         for i in range(6):
@@ -358,7 +364,7 @@ def flow_into(Q, U, scale, arm, twist, w, dw, work):
         for c in range(6):
             dw[a, c] = (Gu[a, c] - along * u[c]) / (rho * scale[c])
     x, y, z = arm[0], arm[1], arm[2]
-    _at_arm(twist, x, y, z, vr)  # the twist at p_r
+    _at_arm(twist, x, y, z, vr)  # work is done at p_r, about which the wrench is taken
     p, q = 0.0, 0.0
     for a in range(6):
         metric[a] = vr[a] / (scale[a] * scale[a])

@@ -47,6 +47,7 @@ class Quadruped:
     robot: object
     gait: object         # control.Trot (levelled and steered) or control.Hold (joints locked)
     columns: tuple
+    free: bool = True    # the base is a free joint (qpos[:7]), whose heading and offset y steer
 
     def at(self, t: float, pitch: float = 0.0, roll: float = 0.0, steer: float = 0.0) -> np.ndarray:
         """Targets at time t with the torso at ``pitch`` and ``roll``, the strides scaled by ``steer``."""
@@ -60,12 +61,14 @@ class Quadruped:
 
     @property
     def trotting(self) -> bool:
-        return hasattr(self.gait, "period")
+        from granular.scenarios.control import Trot
+
+        return isinstance(self.gait, Trot)
 
     def __call__(self, mj_data) -> np.ndarray:
         pitch, roll, yaw = frame(mj_data)
         steer = 0.0
-        if self.trotting:
+        if self.trotting and self.free:
             aim = -min(max(HEADING_PER_M * mj_data.qpos[1], -MAX_HEADING), MAX_HEADING)
             steer = min(max(STEER * (yaw - aim), -MAX_STEER), MAX_STEER)
         return self.at(mj_data.time, pitch, roll, steer)
@@ -89,7 +92,8 @@ def quadruped(path, control, mj_model) -> Quadruped:
                                 f"got {', '.join(sorted(control.legs)) or 'none'}")
         gait = Hold(robot, dict(control.legs))
     columns = tuple(robot.joint(limb, joint) - 3 for limb, _ in LIMBS for joint in JOINTS)
-    return Quadruped(robot, gait, columns)
+    free = mj_model.njnt > 0 and mj_model.jnt_type[0] == 0  # mjJNT_FREE: a fixed base has no heading to hold
+    return Quadruped(robot, gait, columns, bool(free))
 
 
 @dataclass(frozen=True)

@@ -122,7 +122,7 @@ class World:
     mj_data: object
     feet: object
     terrain: object
-    gait: object = None      # a gait3d.Gait: MuJoCo's data -> actuator targets, set before each step
+    gait: object = None      # gait3d.Quadruped or Tripod: MuJoCo's data -> actuator targets, each step
     workspace: object = None  # the coupling's Workspace, carried from step to step
 
 

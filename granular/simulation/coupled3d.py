@@ -95,8 +95,6 @@ def free_motion(M, qacc, qvel, moment, ctrl, force, h, damping, gain, bias, low,
     return Mt, qvel + h * rhs
 
 
-
-
 @kernel("f8[:, ::1], f8[::1], f8[::1], f8[:, ::1], f8[::1], f8[::1], f8, f8[::1], f8[::1], f8[::1], f8[::1], "
         "f8[::1], f8[::1], f8[:, :, ::1], f8[:, :, ::1], f8[:, ::1], f8, f8[::1], f8[::1], i8, i8, f8[:, ::1], "
         "f8[::1], i8, i8, f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[::1], i8, i8[::1]")
@@ -118,7 +116,7 @@ def coupled(M, qacc, qvel, moment, ctrl, force, h, damping, gain, bias, low, hig
         for a in range(3):
             for p in range(nv):
                 lin, ang = 0.0, 0.0
-                for i in range(3):  # Rᵀ: world axes → F_c3
+                for i in range(3):  # the law works in each foot's tilt frame: Rᵀ jac
                     lin += rotations[n, i, a] * jac[n, i, p]
                     ang += rotations[n, i, a] * jac[n, 3 + i, p]
                 J[n, a, p], J[n, 3 + a, p] = lin, ang

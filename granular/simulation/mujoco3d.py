@@ -10,7 +10,7 @@ does the feet in the medium. One step of length h, in this order:
    the actuators' velocity gains under ``implicitfast``). So the bodies would reach the free
    velocity v_free = v + h M̃⁻¹ (applied + actuators + passive − bias) without the medium.
 2. Each granular foot's θ against the terrain (p_center: the centre of the foot's lower end face;
-   d its lowest point's height above the terrain, φ its axis' tilt from the vertical, ψ the azimuth
+   d its lowest point's height above the terrain, φ its axis' tilt from the surface normal, ψ the azimuth
    of its tilt frame F_c3, :mod:`granular.frames3d`) and its Jacobian J (6, nv) from MuJoCo's
    ``mj_jac`` at p_center, rotated into F_c3.
 3. The contact law (:mod:`granular.contact.law3d`) solves the feet's impulses c implicitly for the
@@ -54,7 +54,10 @@ class GranularFeet:
     shape: np.ndarray        # mjtGeom ids
     model: object            # WrenchSpaceModel3D
     law: str = law3d.DEFAULT_LAW
-    actuation: "Actuation | None" = None   # the model's implicitly integrated forces (:func:`actuation`)
+    # the MuJoCo model's implicitly integrated forces (:func:`actuation`), read once by :func:`attach`:
+    # change the model's integrator, damping or actuator gains after (domain randomisation), and
+    # replace(feet, actuation=actuation(mj_model)), or the law no longer sees what MuJoCo integrates
+    actuation: "Actuation | None" = None
 
 
 @dataclass(frozen=True)
@@ -122,6 +125,10 @@ class Workspace:
             self.contact, self.warm = contact, np.zeros(6 * len(contact) + 1, np.int64)
         return self.warm
 
+    def reset(self):
+        """Start the next step cold, as a new simulation would (an episode's reset)."""
+        self.contact, self.warm = np.zeros(0, np.int64), np.zeros(1, np.int64)
+
 
 def foot_states(mj_model, mj_data, feet: GranularFeet, terrain):
     """Per foot: θ (2,), the rotation R (6, 6) from F_c3 to world axes, p_center (3,) and the axis (3,)
@@ -140,6 +147,9 @@ def step(mj_model, mj_data, feet: GranularFeet, terrain, applied=None, workspace
     :class:`~granular.contact.law3d.Step` (None when no foot is in the medium) and the feet's θ (F, 2)."""
     import mujoco
 
+    if not isinstance(terrain, Ground):
+        raise GranularError(f"the terrain is a {type(terrain).__name__}; granular feet need a mujoco3d.Ground "
+                            f"(mujoco3d.terrain('flat' | 'slope' | 'profile', …))")
     h = mj_model.opt.timestep
     mj_data.qfrc_applied[:] = 0.0 if applied is None else applied
     mujoco.mj_step1(mj_model, mj_data)
@@ -173,13 +183,17 @@ def _impulses(mj_model, mj_data, feet: GranularFeet, M, jac, rotations, thetas, 
     moment = _moment(mj_model, mj_data)
     if warm is None:
         warm = np.zeros(6 * len(thetas) + 1, np.int64)
+    if warm.shape != (6 * len(thetas) + 1,) or warm.dtype != np.int64:  # the kernel writes it, unchecked
+        raise GranularError(f"the QP's warm start has shape {warm.shape} ({warm.dtype}); it needs "
+                            f"({6 * len(thetas) + 1},) int64 for {len(thetas)} feet (mujoco3d.Workspace keeps it)")
     state = (M, mj_data.qacc_smooth, mj_data.qvel, moment, mj_data.ctrl, mj_data.actuator_force, h,
              *_fields(feet.actuation or actuation(mj_model)))
     if linear is not None:
         dmap = model.direction_map
         Mt, v_free, J, v, c, sticking, status, impulse = coupled(
-            *state, jac, rotations, thetas, model.dataset.foot.r_offset, GRAIN_MASS, *linear, model.fixed_normals(72),
-            dmap.cardinal, dmap.directions, dmap.scale, int(feet.law == "data-flow"), warm)
+            *state, jac, rotations, thetas, model.dataset.foot.r_offset, GRAIN_MASS, *linear,
+            model.fixed_normals(law3d.NORMALS), dmap.cardinal, dmap.directions, dmap.scale, law3d.LAWS.index(feet.law),
+            warm)
         if status != step3d.UNSOLVED:
             return law3d.Step(v, c, sticking, fell_back=status == step3d.FELL_BACK), impulse
     else:
@@ -246,7 +260,7 @@ def _moment(mj_model, mj_data) -> np.ndarray:
 GRAIN_MASS = np.array([14.714, 14.714, 14.714, 0.122, 0.122, 0.122])
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Ground:
     """The medium's surface under a MuJoCo robot: the planar scenarios' terrain (piecewise linear
     along x through (xs, zs), :mod:`granular.dynamics.terrain`) extruded along y. Called at a point
