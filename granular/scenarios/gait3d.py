@@ -19,6 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from granular.errors import GranularError
+from granular.frames3d import pitch as pitch_of
+from granular.scenarios.control import Hold, Trot
 
 #: The trot's steering: the heading it aims for is −HEADING_PER_M × its offset y from its line
 #: (capped at MAX_HEADING rad); each side's strides are scaled by 1 ± STEER × the heading error
@@ -35,8 +37,7 @@ def frame(mj_data, body: int = 1):
     (:func:`granular.frames3d.pitch`), roll about its x axis (left side up positive), yaw of its x
     axis about +z."""
     R = mj_data.xmat[body].reshape(3, 3)
-    pitch = math.atan2(R[2, 0], math.hypot(R[2, 1], R[2, 2]))
-    return pitch, math.atan2(R[2, 1], R[2, 2]), math.atan2(R[1, 0], R[0, 0])
+    return pitch_of(R), math.atan2(R[2, 1], R[2, 2]), math.atan2(R[1, 0], R[0, 0])
 
 
 @dataclass(frozen=True)
@@ -61,8 +62,6 @@ class Quadruped:
 
     @property
     def trotting(self) -> bool:
-        from granular.scenarios.control import Trot
-
         return isinstance(self.gait, Trot)
 
     def __call__(self, mj_data) -> np.ndarray:
@@ -76,7 +75,6 @@ class Quadruped:
 
 def quadruped(path, control, mj_model) -> Quadruped:
     from granular.foot import Foot
-    from granular.scenarios.control import Hold, Trot
     from granular.scenarios.robots import JOINTS, LIMBS, load_quadruped
 
     if mj_model.nu != 12:
