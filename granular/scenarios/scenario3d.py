@@ -279,7 +279,7 @@ def summary(world, rec) -> dict:
         bodies[name] = {"initial_pos": rec["pos"][0, b].round(6).tolist(), "final_pos": rec["pos"][-1, b].round(6).tolist()}
     depth = -rec["theta"][:, :, 0]
     gained = np.diff(rec["energy"])
-    return {"scenario": world.path.stem, "kind": "3d", "duration_s": float(rec["t"][-1]),
+    return {"scenario": world.path.stem, "kind": "3d", "duration_s": round(float(rec["t"][-1]), 9),
             "dt_s": float(m.opt.timestep), "steps": len(rec["t"]) - 1, "medium": world.feet.model.dataset.medium,
             "contact": world.feet.law, "law_fallback_steps": int(rec["fell_back"].sum()), "bodies": bodies,
             "feet": {name: {"max_depth_m": float(max(0.0, depth[:, j].max())),
