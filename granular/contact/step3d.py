@@ -31,7 +31,8 @@ PROXIMAL, PROXIMAL_STEPS = 1e-6, 16
 @kernel("f8[:, ::1], f8[::1], f8[:, :, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, :, ::1], "
         "f8[:, ::1], f8[:, ::1], f8[::1], f8, i8, i8[::1]")
 def contact_step(Mt, v_free, J, arms, grain, A, ub, points, Kinv, U, scale, h, law, warm):
-    """(v⁺ (nv,), impulses (N, 6) about p_r, sticking (N,), status) of one step: ``law`` 0 is
+    """(v⁺ (nv,), impulses (N, 6) about p_r, sticking (N,), status, the generalized impulse Σ J_rᵀ c
+    (nv,)) of one step: ``law`` 0 is
     max-dissipation, 1 data-flow. Arguments as :func:`granular.contact.law3d.step` takes them, unpacked:
     the effective mass M̃, v_free, per foot J (N, 6, nv), arms (N, 3), grains' masses (N, 6), the
     fixed normals A (K, 6) and offsets ``ub`` = h b (N, K), the extreme wrenches (N, m, 6), and the
@@ -41,7 +42,7 @@ def contact_step(Mt, v_free, J, arms, grain, A, ub, points, Kinv, U, scale, h, l
     medium; any set is a valid start) and left there for the next step."""
     N, nv = J.shape[0], len(v_free)
     if not np.isfinite(v_free).all():  # a blown-up state: the reference says how (max and min drop NaN)
-        return v_free.copy(), np.zeros((N, 6)), np.zeros(N, np.bool_), UNSOLVED
+        return v_free.copy(), np.zeros((N, 6)), np.zeros(N, np.bool_), UNSOLVED, np.zeros(nv)
     L = cholesky(Mt)
     Jr = np.empty((N, 6, nv))
     B = np.empty((N, nv, 6))  # M̃⁻¹ J_rᵀ per foot: an impulse's change of velocity
@@ -71,10 +72,10 @@ def contact_step(Mt, v_free, J, arms, grain, A, ub, points, Kinv, U, scale, h, l
         c, ok, size = _qp(B, H, v_free, A, ub, every, np.zeros((N, 6)), warm[1:], warm[0])
         warm[0] = size
     if not (ok and np.isfinite(c).all()):
-        return v_free.copy(), c, np.zeros(N, np.bool_), UNSOLVED
+        return _out(Jr, v_free.copy(), c, np.zeros(N, np.bool_), UNSOLVED)
     sticking = _inside(A, ub, c)
     if law == 0:
-        return _moved(B, v_free, c, every), c, sticking, SOLVED
+        return _out(Jr, _moved(B, v_free, c, every), c, sticking, SOLVED)
     md, slide, v = c, ~sticking, v_free.copy()
     Q = np.zeros((N, Kinv.shape[0], 6))  # each sliding foot's map: w(u) = [k(u), 1, u] Q
     mapped = np.zeros(N, np.bool_)
@@ -89,7 +90,7 @@ def contact_step(Mt, v_free, J, arms, grain, A, ub, points, Kinv, U, scale, h, l
         # from max-dissipation's velocity first (law3d.step says why), then from the last root
         v, ok = _newton(base, _moved(B, v_free, md, every) if it == 0 else v, B, J, arms, Q, U, scale, slide, h)
         if not ok:
-            return _moved(B, v_free, md, every), md, _inside(A, ub, md), FELL_BACK
+            return _out(Jr, _moved(B, v_free, md, every), md, _inside(A, ub, md), FELL_BACK)
         c_new = c.copy()
         w, dw, work = np.zeros(6), np.zeros((6, 6)), np.zeros((12, 6))
         twist = np.empty(6)
@@ -103,24 +104,32 @@ def contact_step(Mt, v_free, J, arms, grain, A, ub, points, Kinv, U, scale, h, l
             break
         held, ok, _ = _qp(B, H, v_free, A, ub, sticking, c_new, np.zeros(6 * N, np.int64), 0)
         if not ok:
-            return v_free.copy(), c, sticking, UNSOLVED
+            return _out(Jr, v_free.copy(), c, sticking, UNSOLVED)
         c_new = held
         settled = np.abs(c_new - c).max() <= TOLERANCE * max(np.abs(c_new).max(), 1e-300)
         c = c_new
         if settled:
             break
-    return _moved(B, v_free, c, every), c, sticking, SOLVED
+    return _out(Jr, _moved(B, v_free, c, every), c, sticking, SOLVED)
 
 
 @kernel()
 def _at_r(J, arm, out):
-    """out (6, nv) ← the Jacobian of the twist at p_r = p_center + arm: v + ω × arm, ω (law3d.Feet.Jr)."""
-    x, y, z = arm[0], arm[1], arm[2]
+    """out (6, nv) ← the Jacobian of the twist at p_r = p_center + arm (law3d.Feet.Jr): each column
+    moved by :func:`_at_arm`."""
     for p in range(J.shape[1]):
-        out[0, p] = J[0, p] + z * J[4, p] - y * J[5, p]
-        out[1, p] = J[1, p] - z * J[3, p] + x * J[5, p]
-        out[2, p] = J[2, p] + y * J[3, p] - x * J[4, p]
-        out[3, p], out[4, p], out[5, p] = J[3, p], J[4, p], J[5, p]
+        _at_arm(J[:, p], arm[0], arm[1], arm[2], out[:, p])
+
+
+@kernel()
+def _out(Jr, v, c, sticking, status):
+    """:func:`contact_step`'s result, with the generalized impulse Σ J_rᵀ c."""
+    impulse = np.zeros(len(v))
+    for n in range(Jr.shape[0]):
+        for a in range(6):
+            for p in range(len(v)):
+                impulse[p] += Jr[n, a, p] * c[n, a]
+    return v, c, sticking, status, impulse
 
 
 @kernel()

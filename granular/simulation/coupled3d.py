@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from granular.compiled import kernel
 
-from granular.contact.step3d import _at_r, contact_step
+from granular.contact.step3d import contact_step
 from granular.learning.linear import support_3d
 from granular.wrench.flow import solve_into
 
@@ -123,13 +123,6 @@ def coupled(M, qacc, qvel, moment, ctrl, force, h, damping, gain, bias, low, hig
         arms[n, 0], arms[n, 2] = -r_offset * np.sin(thetas[n, 1]), r_offset * np.cos(thetas[n, 1])  # frames3d.foot_axis
         grains[n] = grain
     b, W = support_3d(thetas, bounds, phi_active, per_depth, centers, c2, kern, degree, coef, A)
-    v, c, sticking, status = contact_step(Mt, v_free, J, arms, grains, A, h * b, W.reshape((N, W.shape[1] // 6, 6)),
-                                          Kinv, U, scale, h, law, warm)
-    impulse = np.zeros(nv)
-    Jr = np.empty((6, nv))
-    for n in range(N):
-        _at_r(J[n], arms[n], Jr)
-        for a in range(6):
-            for p in range(nv):
-                impulse[p] += Jr[a, p] * c[n, a]
+    v, c, sticking, status, impulse = contact_step(Mt, v_free, J, arms, grains, A, h * b,
+                                                   W.reshape((N, W.shape[1] // 6, 6)), Kinv, U, scale, h, law, warm)
     return Mt, v_free, J, v, c, sticking, status, impulse
