@@ -1,6 +1,7 @@
 """The browser viewer, driven by a real headless Chromium (Debian's, through Playwright)."""
 import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -163,7 +164,9 @@ def test_a_3d_scenario_runs_live_in_the_viewer(browser):
         page.wait_for_timeout(3000)
         t, text = status(page)
         assert t > 0.05, "the simulation advances"
-        assert "4 feet in the medium" in text or "2 feet in the medium" in text, text  # standing, or trotting
+        feet = re.search(r"(\d) feet in the medium", text)
+        # Standing (4), trotting (2), or a diagonal pair landing while the other lifts (3).
+        assert feet and 2 <= int(feet.group(1)) <= 4, text
         assert not_blank(page.screenshot())
     finally:
         proc.send_signal(signal.SIGINT)
