@@ -62,6 +62,7 @@ MODULES = (
     "contact/flow.py",
     "contact/step3d.py",
     "wrench/flow.py",
+    "wrench/flow3d.py",
     "learning/linear.py",
     "simulation/fused.py",
     "simulation/coupled3d.py",

@@ -7,6 +7,7 @@ from granular.contact import law3d, step3d
 from granular.scenarios import scenario as scenarios, scenario3d
 from granular.simulation import mujoco3d
 from granular.frames3d import foot_axis
+from granular.wrench import flow3d
 from granular.wrench.flow3d import SphereMap
 
 #: v⁺ of the kernel and of the reference agree to this (m/s, rad/s). Where four feet give 24
@@ -75,38 +76,76 @@ def test_the_compiled_step_is_the_reference_step(name, seconds, law):
         assert slid > 0.1 * len(calls) and fell < 0.05 * len(calls), (slid, fell, len(calls))
 
 
+def _interpolant(dmap: SphereMap, Q, phi, twist):
+    """The interpolant with coefficients Q at the twist's direction, in numpy (no dissipative correction)."""
+    u = twist / dmap.scale / np.linalg.norm(twist / dmap.scale)
+    r = np.sqrt(np.maximum(2.0 - 2.0 * dmap.directions @ u, 0.0))
+    return r ** 3 @ Q[:len(r)] + flow3d.tail_matrix(u[None], phi, dmap.geometry, dmap.size)[0] @ Q[len(r):]
+
+
+def test_the_sphere_map_hits_the_data_and_reproduces_its_tail():
+    """At any tilt, each tail's interpolant returns the recorded wrench at each recorded direction,
+    and reproduces exactly any wrench map in its tail's span (the leading tail: affine in u and in
+    u times the disc's leading share)."""
+    from granular.learning.catalog import load_model
+
+    ds = load_model("sand3d", "3d").dataset
+    rng = np.random.default_rng(3)
+    for tail in flow3d.TAILS:
+        dmap = SphereMap(ds.directions, ds.velocity_scale, ds.foot.radius, tail)
+        for phi in (0.0, 0.3, -0.7):
+            points = rng.normal(size=(1, ds.m, 6))
+            Q = dmap.coefficients(points, [phi])[0]
+            at = np.array([_interpolant(dmap, Q, phi, u * dmap.scale) for u in dmap.directions])
+            np.testing.assert_allclose(at, points[0], atol=1e-9)
+            E = rng.normal(size=(dmap.size, 6))
+            Q = dmap.coefficients(flow3d.tail_matrix(dmap.directions, phi, dmap.geometry, dmap.size)[None] @ E, [phi])[0]
+            for twist in rng.normal(size=(5, 6)):
+                u = twist / np.linalg.norm(twist)
+                np.testing.assert_allclose(_interpolant(dmap, Q, phi, twist * dmap.scale),
+                                           flow3d.tail_matrix(u[None], phi, dmap.geometry, dmap.size)[0] @ E,
+                                           atol=1e-8)
+    s = flow3d.tail_matrix(np.eye(6)[[2]], 0.0, dmap.geometry, 14)[0, 7]  # rising straight up
+    assert s == 0.0 and flow3d.tail_matrix(-np.eye(6)[[2]], 0.0, dmap.geometry, 14)[0, 7] == 1.0, "sinking: all leads"
+
+
 @pytest.mark.parametrize("which", ["sand3d", "random"])
 def test_the_data_maps_jacobian_is_its_derivative(which):
-    """flow_into's wrench is SphereMap's, and its Jacobian the central differences of it: on sand3d's
-    extreme wrenches, and on random ones, where the dissipative correction is active too."""
+    """flow_into's wrench is SphereMap's (the interpolant, made dissipative), and its Jacobian the
+    central differences of it: on sand3d's extreme wrenches, and on random ones, where the
+    dissipative correction is active too; at a tilt where the disc's leading share ramps."""
     from granular.learning.catalog import load_model
 
     model = load_model("sand3d", "3d")
     dmap: SphereMap = model.direction_map
-    points = model.points(np.array([[-0.04, 0.3]]))
+    assert dmap.tail == "leading", "sand3d's own directions choose the disc's leading share"
+    phi = 0.3
+    points = model.points(np.array([[-0.04, phi]]))
     if which == "random":
         points = np.random.default_rng(2).normal(size=points.shape) * np.abs(points).max()
-    Q = dmap.cardinal @ points[0]
-    arm = 0.25 * np.array([-np.sin(0.3), 0.0, np.cos(0.3)])
+    Q = dmap.coefficients(points, [phi])[0]
+    arm = 0.25 * np.array([-np.sin(phi), 0.0, np.cos(phi)])
     rng = np.random.default_rng(5)
-    corrected = 0
+    corrected, ramps = 0, 0
     for _ in range(40):
         twist = rng.normal(size=6) * dmap.scale
         w, dw = np.zeros(6), np.zeros((6, 6))
-        step3d.flow_into(Q, dmap.directions, dmap.scale, arm, twist, w, dw, np.zeros((12, 6)))
-        ref = dmap.wrenches(points, twist[None], arm[None])[0]
+        flow3d.flow_into(Q, dmap.directions, dmap.geometry, phi, arm, twist, w, dw, np.zeros((12, 6)))
+        ref = dmap.wrenches(points, [phi], twist[None], arm[None])[0]
         np.testing.assert_allclose(w, ref, rtol=1e-10, atol=1e-9 * np.abs(ref).max())
-        raw = dmap.weights(twist / dmap.scale / np.linalg.norm(twist / dmap.scale)) @ points[0]
-        corrected += not np.allclose(raw, ref)
+        corrected += not np.allclose(_interpolant(dmap, Q, phi, twist), ref)
+        u = twist / dmap.scale / np.linalg.norm(twist / dmap.scale)
+        ramps += 0.0 < flow3d.tail_matrix(u[None], phi, dmap.geometry, 14)[0, 7] < 1.0
         eps = 1e-6 * dmap.scale
-        fd = np.column_stack([(dmap.wrenches(points, (twist + e)[None], arm[None])[0]
-                               - dmap.wrenches(points, (twist - e)[None], arm[None])[0]) / (2 * e[i])
+        fd = np.column_stack([(dmap.wrenches(points, [phi], (twist + e)[None], arm[None])[0]
+                               - dmap.wrenches(points, [phi], (twist - e)[None], arm[None])[0]) / (2 * e[i])
                               for i, e in enumerate(np.diag(eps))])
         np.testing.assert_allclose(dw, fd, rtol=1e-4, atol=1e-5 * np.abs(fd).max())
+    assert ramps > 5, "the leading share's ramp is tried"
     if which == "random":
         assert 5 < corrected < 35, "both branches are tried"
     w, dw = np.ones(6), np.ones((6, 6))
-    step3d.flow_into(Q, dmap.directions, dmap.scale, arm, np.zeros(6), w, dw, np.zeros((12, 6)))
+    flow3d.flow_into(Q, dmap.directions, dmap.geometry, phi, arm, np.zeros(6), w, dw, np.zeros((12, 6)))
     assert not w.any() and not dw.any(), "zero at rest"
 
 
@@ -147,8 +186,8 @@ def test_a_blown_up_state_is_left_to_the_reference_and_a_callable_terrain_is_ref
     b, points = model.support(A, np.array([[-0.03, 0.3]]))
     J = np.ascontiguousarray(np.eye(6)[None, :, :nv])
     out = step3d.contact_step(np.eye(nv), np.full(nv, np.nan), J, np.array([[0.0, 0.0, 0.25]]),
-                              np.zeros((1, 6)), A, 1e-3 * b, points, dmap.cardinal, dmap.directions, dmap.scale,
-                              1e-3, 1, np.zeros(7, np.int64))
+                              np.zeros((1, 6)), A, 1e-3 * b, points, np.array([0.3]), dmap.kernel_inverse,
+                              dmap.directions, dmap.geometry, dmap.size, 1e-3, 1, np.zeros(7, np.int64))
     assert out[3] == step3d.UNSOLVED
     with pytest.raises(GranularError, match="mujoco3d.Ground"):
         mujoco3d.step(world.mj_model, world.mj_data, world.feet, lambda xy: (0.0, np.array([0.0, 0.0, 1.0])))

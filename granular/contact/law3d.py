@@ -18,7 +18,7 @@ same QP decides who sticks (a foot sticks when its impulse lies strictly inside 
 foot gets the data's own wrench for its direction of motion (the 3D model's ``flow``), the
 sliding feet's velocities solving v⁺ = v_free + M⁻¹ (Σ_stick J_rᵀ c + h Σ_slide J_rᵀ w(J v⁺)) by
 Newton's method, the sticking feet's impulses re-solved with the sliding ones held, alternating
-until they settle. A sliding foot's wrench never does work on it (``flow3d.dissipative``); a
+until they settle. A sliding foot's wrench never does work on it (``flow3d.flow_into``); a
 sticking foot's impulse solves a QP whose origin is feasible.
 """
 from __future__ import annotations
@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from granular.errors import GranularError
+from granular.frames3d import foot_axis
 
 LAWS = ("max-dissipation", "data-flow")
 DEFAULT_LAW = "data-flow"
@@ -170,10 +171,10 @@ def _slide(model, Minv, Jr, feet, points, base, slide, h, start):
     idx = np.flatnonzero(slide)
     n = len(idx)
     th, J, Jri = feet.thetas[idx], feet.J[idx], Jr[idx]
-    points = points[idx]
-    scale = model.dataset.velocity_scale
-    stacked = np.repeat(points, 13, axis=0)
-    th13 = np.repeat(th, 13, axis=0)
+    dmap, scale = model.direction_map, model.dataset.velocity_scale
+    Q13 = np.repeat(dmap.coefficients(points[idx], th[:, 1]), 13, axis=0)  # each foot's interpolant, solved once
+    phi13 = np.repeat(th[:, 1], 13)
+    arm13 = model.dataset.foot.r_offset * foot_axis(phi13)  # as model.flow_at takes them
 
     def residual(v):
         twists = np.einsum("nap,p->na", J, v)
@@ -182,7 +183,7 @@ def _slide(model, Minv, Jr, feet, points, base, slide, h, start):
         steps = np.zeros((n, 13, 6))
         steps[:, 1:7] = np.eye(6) * size[:, None, :]
         steps[:, 7:] = -np.eye(6) * size[:, None, :]
-        w = model.flow_at(stacked, th13, (probe + steps).reshape(-1, 6)).reshape(n, 13, 6)
+        w = dmap.at(Q13, phi13, (probe + steps).reshape(-1, 6), arm13).reshape(n, 13, 6)
         dw = (w[:, 1:7] - w[:, 7:]).transpose(0, 2, 1) / (2 * size[:, None, :])  # (n, 6 wrench, 6 twist)
         G = np.eye(len(v)) - h * Minv @ np.einsum("nap,nab,nbq->pq", Jri, dw, J)
         return v - base - h * Minv @ np.einsum("nap,na->p", Jri, w[:, 0]), G

@@ -19,6 +19,7 @@ from granular.contact.law3d import (ARMIJO, BACKTRACK, INSIDE, ITERATIONS, NEWTO
                                     TOLERANCE, WORK_TOLERANCE)
 from granular.contact.reduction import cholesky
 from granular.wrench.flow import solve_into
+from granular.wrench.flow3d import _at_arm, coefficients, flow_into
 
 #: :func:`contact_step`'s status: solved; solved, but data-flow's Newton failed and the step kept
 #: max-dissipation's impulses (``law3d.Step.fell_back``); the QP did not solve (use the reference).
@@ -29,15 +30,15 @@ PROXIMAL, PROXIMAL_STEPS = 1e-6, 16
 
 
 @kernel("f8[:, ::1], f8[::1], f8[:, :, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, :, ::1], "
-        "f8[:, ::1], f8[:, ::1], f8[::1], f8, i8, i8[::1]")
-def contact_step(Mt, v_free, J, arms, grain, A, ub, points, Kinv, U, scale, h, law, warm):
+        "f8[::1], f8[:, ::1], f8[:, ::1], f8[::1], i8, f8, i8, i8[::1]")
+def contact_step(Mt, v_free, J, arms, grain, A, ub, points, phis, Kinv, U, geometry, tail, h, law, warm):
     """(v⁺ (nv,), impulses (N, 6) about p_r, sticking (N,), status, the generalized impulse Σ J_rᵀ c
     (nv,)) of one step: ``law`` 0 is
     max-dissipation, 1 data-flow. Arguments as :func:`granular.contact.law3d.step` takes them, unpacked:
     the effective mass M̃, v_free, per foot J (N, 6, nv), arms (N, 3), grains' masses (N, 6), the
-    fixed normals A (K, 6) and offsets ``ub`` = h b (N, K), the extreme wrenches (N, m, 6), and the
-    data map's cardinal inverse Kinv (m + 7, m), directions U (m, 6) and velocity scale (6,)
-    (:class:`granular.wrench.flow3d.SphereMap`). ``warm`` (6N + 1,): the active set of the QP over
+    fixed normals A (K, 6) and offsets ``ub`` = h b (N, K), the extreme wrenches (N, m, 6), the
+    feet's tilts φ (N,), and the data map's K⁻¹ (m, m), directions U (m, 6), geometry (7,) and its
+    tail's size (:class:`granular.wrench.flow3d.SphereMap`). ``warm`` (6N + 1,): the active set of the QP over
     every foot, its size first, taken as the start (say, the last step's with the same feet in the
     medium; any set is a valid start) and left there for the next step."""
     N, nv = J.shape[0], len(v_free)
@@ -77,18 +78,18 @@ def contact_step(Mt, v_free, J, arms, grain, A, ub, points, Kinv, U, scale, h, l
     if law == 0:
         return _out(Jr, _moved(B, v_free, c, every), c, sticking, SOLVED)
     md, slide, v = c, ~sticking, v_free.copy()
-    Q = np.zeros((N, Kinv.shape[0], 6))  # each sliding foot's map: w(u) = [k(u), 1, u] Q
+    Q = np.zeros((N, U.shape[0] + tail, 6))  # each sliding foot's interpolant (flow3d.coefficients)
     mapped = np.zeros(N, np.bool_)
     for it in range(ITERATIONS):
         if sticking.all():
             break
         for n in range(N):
             if slide[n] and not mapped[n]:
-                Q[n] = Kinv @ points[n]
+                Q[n] = coefficients(Kinv, U, geometry, tail, phis[n:n + 1], points[n:n + 1])[0]
                 mapped[n] = True
         base = _moved(B, v_free, c, sticking)
         # from max-dissipation's velocity first (law3d.step says why), then from the last root
-        v, ok = _newton(base, _moved(B, v_free, md, every) if it == 0 else v, B, J, arms, Q, U, scale, slide, h)
+        v, ok = _newton(base, _moved(B, v_free, md, every) if it == 0 else v, B, J, arms, Q, U, geometry, phis, slide, h)
         if not ok:
             return _out(Jr, _moved(B, v_free, md, every), md, _inside(A, ub, md), FELL_BACK)
         c_new = c.copy()
@@ -97,7 +98,7 @@ def contact_step(Mt, v_free, J, arms, grain, A, ub, points, Kinv, U, scale, h, l
         for n in range(N):
             if slide[n]:
                 _twist(J[n], v, twist)
-                flow_into(Q[n], U, scale, arms[n], twist, w, dw, work)
+                flow_into(Q[n], U, geometry, phis[n], arms[n], twist, w, dw, work)
                 c_new[n] = h * w
         if not sticking.any():  # every foot slides: nothing else to settle
             c = c_new
@@ -250,7 +251,7 @@ def _qp(B, H, v_free, A, ub, free, held, active, count):
 
 
 @kernel()
-def _newton(base, start, B, J, arms, Q, U, scale, slide, h):
+def _newton(base, start, B, J, arms, Q, U, geometry, phis, slide, h):
     """law3d._slide: Newton's method on v = base + h Σ_slide M̃⁻¹ J_rᵀ w(J v) from ``start``, with w's
     exact Jacobian, each step backtracked until the residual falls (law3d.BACKTRACK). Returns (v, converged)."""
     nv = len(base)
@@ -258,7 +259,7 @@ def _newton(base, start, B, J, arms, Q, U, scale, slide, h):
     residual, G = np.empty(nv), np.empty((nv, nv))
     trial_residual, trial_G = np.empty(nv), np.empty((nv, nv))
     step, work = np.empty((nv, 1)), np.empty((20 + nv, 6))
-    size = _residual(v, base, B, J, arms, Q, U, scale, slide, h, residual, G, work)
+    size = _residual(v, base, B, J, arms, Q, U, geometry, phis, slide, h, residual, G, work)
     for _ in range(NEWTON_STEPS):
         if _converged(v, residual):
             return v, True
@@ -269,7 +270,8 @@ def _newton(base, start, B, J, arms, Q, U, scale, slide, h):
         for _ in range(BACKTRACK + 1):
             for p in range(nv):
                 trial[p] = v[p] - alpha * step[p, 0]
-            trial_size = _residual(trial, base, B, J, arms, Q, U, scale, slide, h, trial_residual, trial_G, work)
+            trial_size = _residual(trial, base, B, J, arms, Q, U, geometry, phis, slide, h, trial_residual, trial_G,
+                                   work)
             if trial_size <= (1.0 - ARMIJO * alpha) * size:
                 accepted = True
                 break
@@ -292,7 +294,7 @@ def _converged(v, residual):
 
 
 @kernel()
-def _residual(v, base, B, J, arms, Q, U, scale, slide, h, residual, G, work):
+def _residual(v, base, B, J, arms, Q, U, geometry, phis, slide, h, residual, G, work):
     """residual ← v − base − h Σ_slide M̃⁻¹ J_rᵀ w(J v) and G ← its Jacobian by v; returns |residual|.
     ``work`` (20 + nv, 6): scratch."""
     nv = len(base)
@@ -305,7 +307,7 @@ def _residual(v, base, B, J, arms, Q, U, scale, slide, h, residual, G, work):
         if not slide[n]:
             continue
         _twist(J[n], v, twist)
-        flow_into(Q[n], U, scale, arms[n], twist, w, dw, work[:12])
+        flow_into(Q[n], U, geometry, phis[n], arms[n], twist, w, dw, work[:12])
         for p in range(nv):
             acc = 0.0
             for a in range(6):
@@ -326,98 +328,3 @@ def _residual(v, base, B, J, arms, Q, U, scale, slide, h, residual, G, work):
     for p in range(nv):
         size += residual[p] * residual[p]
     return np.sqrt(size)
-
-
-@kernel()
-def flow_into(Q, U, scale, arm, twist, w, dw, work):
-    """w (6,) ← the data's wrench about p_r for the twist (6,) of p_center, and dw (6, 6) ← its
-    Jacobian by the twist: :meth:`granular.wrench.flow3d.SphereMap.wrenches` with the foot's map
-    Q = Kinv W(θ) (m + 7, 6), w(u) = Σ_j |u − U_j|³ Q_j + Q_m + Σ_i u_i Q_{m+1+i} at u = s / |s|,
-    s = twist / scale, then made dissipative (``flow3d.dissipative``). Zero at rest. ``work``
-    (12, 6) is scratch (Newton's loop calls this for every sliding foot at every iteration: no
-    allocation)."""
-    m = U.shape[0]
-    Gu, u, vr, metric, dp, dq = work[:6], work[6], work[7], work[8], work[9], work[10]
-    w[:] = 0.0
-    dw[:] = 0.0
-    rho = 0.0
-    for i in range(6):
-        rho += (twist[i] / scale[i]) ** 2
-    rho = np.sqrt(rho)
-    if rho == 0.0:
-        return
-    for i in range(6):
-        u[i] = twist[i] / scale[i] / rho
-    Gu[:] = 0.0  # ∂w/∂u first; the chain through u = s / |s| follows
-    for j in range(m):
-        dot = 0.0
-        for i in range(6):
-            dot += u[i] * U[j, i]
-        r2 = max(2.0 - 2.0 * dot, 0.0)
-        r = np.sqrt(r2)
-        k, dk = r2 * r, -3.0 * r  # |u − U_j|³ and its derivative by u, along U_j
-        for a in range(6):
-            w[a] += k * Q[j, a]
-            f = dk * Q[j, a]
-            for b in range(6):
-                Gu[a, b] += f * U[j, b]
-    for a in range(6):
-        w[a] += Q[m, a]
-        for i in range(6):
-            w[a] += u[i] * Q[m + 1 + i, a]
-            Gu[a, i] += Q[m + 1 + i, a]
-    for a in range(6):  # ∂u/∂twist = (I − u uᵀ) / (ρ scale)
-        along = 0.0
-        for b in range(6):
-            along += Gu[a, b] * u[b]
-        for c in range(6):
-            dw[a, c] = (Gu[a, c] - along * u[c]) / (rho * scale[c])
-    x, y, z = arm[0], arm[1], arm[2]
-    _at_arm(twist, x, y, z, vr)  # work is done at p_r, about which the wrench is taken
-    p, q = 0.0, 0.0
-    for a in range(6):
-        metric[a] = vr[a] / (scale[a] * scale[a])
-        p += w[a] * vr[a]
-        q += vr[a] * metric[a]
-    if p > 0.0 and q > 0.0:  # the nearest wrench that does no work; its derivative by the product rule
-        ratio = p / q
-        _row_at_arm(w, x, y, z, dp)  # dp = vrᵀ dw + wᵀ T
-        _row_at_arm(metric, x, y, z, dq)  # dq / 2 = metricᵀ T
-        for c in range(6):
-            acc = 0.0
-            for a in range(6):
-                acc += vr[a] * dw[a, c]
-            dp[c] += acc
-        for c in range(6):
-            dratio = (dp[c] - 2.0 * ratio * dq[c]) / q
-            for a in range(6):
-                dw[a, c] -= metric[a] * dratio
-        for a in range(6):  # − ratio ∂metric/∂twist = − ratio S⁻² T
-            f = ratio / (scale[a] * scale[a])
-            dw[a, a] -= f
-        dw[0, 4] -= ratio * z / (scale[0] * scale[0])
-        dw[0, 5] += ratio * y / (scale[0] * scale[0])
-        dw[1, 3] += ratio * z / (scale[1] * scale[1])
-        dw[1, 5] -= ratio * x / (scale[1] * scale[1])
-        dw[2, 3] -= ratio * y / (scale[2] * scale[2])
-        dw[2, 4] += ratio * x / (scale[2] * scale[2])
-        for a in range(6):
-            w[a] -= ratio * metric[a]
-
-
-@kernel(inline=True)
-def _at_arm(t, x, y, z, out):
-    """out ← T t, the twist t (6,) of p_center moved to p_r = p_center + (x, y, z): v + ω × arm, ω."""
-    out[0] = t[0] + z * t[4] - y * t[5]
-    out[1] = t[1] - z * t[3] + x * t[5]
-    out[2] = t[2] + y * t[3] - x * t[4]
-    out[3], out[4], out[5] = t[3], t[4], t[5]
-
-
-@kernel(inline=True)
-def _row_at_arm(r, x, y, z, out):
-    """out ← rᵀ T for the row r (6,) (T as in :func:`_at_arm`)."""
-    out[0], out[1], out[2] = r[0], r[1], r[2]
-    out[3] = r[3] - z * r[1] + y * r[2]
-    out[4] = r[4] + z * r[0] - x * r[2]
-    out[5] = r[5] - y * r[0] + x * r[1]

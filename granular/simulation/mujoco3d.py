@@ -192,8 +192,8 @@ def _impulses(mj_model, mj_data, feet: GranularFeet, M, jac, rotations, thetas, 
         dmap = model.direction_map
         Mt, v_free, J, v, c, sticking, status, impulse = coupled(
             *state, jac, rotations, thetas, model.dataset.foot.r_offset, GRAIN_MASS, *linear,
-            model.fixed_normals(law3d.NORMALS), dmap.cardinal, dmap.directions, dmap.scale, law3d.LAWS.index(feet.law),
-            warm)
+            model.fixed_normals(law3d.NORMALS), dmap.kernel_inverse, dmap.directions, dmap.geometry, dmap.size,
+            law3d.LAWS.index(feet.law), warm)
         if status != step3d.UNSOLVED:
             return law3d.Step(v, c, sticking, fell_back=status == step3d.FELL_BACK), impulse
     else:

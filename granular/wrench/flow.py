@@ -198,6 +198,17 @@ def coefficients(Kinv, U, geometry, size, thetas, points):
                 rows[f * w + c, j] = T[j, c]
             for c in range(n):
                 rows[f * w + size + c, j] = points[f, j, c]
+    return tail_solve(Kinv, rows, size, n)
+
+
+@kernel()
+def tail_solve(Kinv, rows, size, n):
+    """Q (k, m + size, n) of :func:`coefficients` from ``rows`` (k (size + n), m): per
+    configuration its tail at the directions Tᵀ (size rows), then its values Pᵀ (n rows). The 3D
+    map (:mod:`granular.wrench.flow3d`) solves its interpolants so too."""
+    m = Kinv.shape[0]
+    w = size + n
+    k = rows.shape[0] // w
     solved = rows @ Kinv.T  # per foot, Bᵀ = (K⁻¹ T)ᵀ then Yᵀ = (K⁻¹ P)ᵀ
     Q = np.empty((k, m + size, n))
     SR, S, e = np.empty((size, w)), np.empty((size, size)), np.empty((size, n))

@@ -4,67 +4,290 @@ As in the plane (:mod:`granular.wrench.flow`, where the reasons are given), the 
 applies the data's own wrench for the foot's direction of motion rather than the hull's
 maximum-dissipation point: w(u) interpolates the recorded wrenches W_j(θ) over the sampled unit
 directions U_j (in the velocity-scaled space) with a cubic radial basis on the chord distance and
-an affine tail, w(u) = Σ_j |u − U_j|³ c_j + e_0 + Σ_k u_k e_k, solved so that each recorded
-direction is hit exactly. The solve depends on the directions only, so the interpolant is a fixed
-weighting of the recorded wrenches: w(u) = Σ_j a_j(u) W_j(θ) (the cardinal weights a(u)).
+a tail, w(u) = Σ_j |u − U_j|³ c_j + Σ_k p_k(u; φ) e_k, solved so that each recorded direction is
+hit exactly and anything in the tail's span is reproduced exactly (:func:`coefficients`).
+
+The tail is [1, u] (7 functions) or [1, u, s, s u] (14): affine in u, and affine in u times the
+share s of the foot's bottom disc that advances into the medium (:func:`plate_fraction`). As in
+the plane, the wrench turns fast where the disc switches between leading and trailing (sinking
+against rising), a switch a smooth basis on 72 directions smears: on the shipped 3D paths the
+affine tail scores 0.17 and the leading one 0.10 (docs/3d.md; ``docs/direction_map3d.py``). s
+depends on the tilt φ, so each configuration solves its own coefficients; each dataset takes the
+tail that predicts its own left-out directions better (:func:`choose_tail`).
+
 Where the interpolant would make the medium do work on the foot (w·v > 0 at p_r), w is replaced by
 the nearest wrench that does none, in the norm dual to the velocity scale (the planar
-``dissipative_into``'s rule).
+``dissipative_into``'s rule), inside :func:`flow_into`, which every caller shares.
 """
 from __future__ import annotations
 
 import numpy as np
+from granular.compiled import kernel
 
-from granular.frames3d import point_velocity
+from granular.wrench.flow import SWITCH_WIDTH, tail_solve
+
+#: The interpolant's tails: [1, u] or [1, u, s, s u], and how many functions.
+TAILS = {"affine": 7, "leading": 14}
 
 
 class SphereMap:
-    """Cardinal interpolation weights over the unit directions U (m, 6) of a 3D dataset, scaled by
-    ``velocity_scale`` (6,)."""
+    """Interpolation over the unit directions U (m, 6) of a 3D dataset, scaled by
+    ``velocity_scale`` (6,), for a foot of ``radius`` (m), with the tail ``tail`` (:data:`TAILS`)."""
 
-    def __init__(self, directions, velocity_scale):
+    def __init__(self, directions, velocity_scale, radius: float, tail: str = "leading"):
+        if tail not in TAILS:
+            raise ValueError(f"unknown interpolant tail {tail!r}; choose one of {', '.join(TAILS)}")
         U = np.asarray(directions, dtype=float)
-        self.directions = U / np.linalg.norm(U, axis=1, keepdims=True)
+        self.directions = np.ascontiguousarray(U / np.linalg.norm(U, axis=1, keepdims=True))
         self.scale = np.asarray(velocity_scale, dtype=float)
-        m, D = self.directions.shape
-        system = np.zeros((m + D + 1, m + D + 1))
-        system[:m, :m] = self._kernel(self.directions)
-        system[:m, m], system[m, :m] = 1.0, 1.0
-        system[:m, m + 1:], system[m + 1:, :m] = self.directions, self.directions.T
-        # the cardinal weights of a query are [k(u), 1, u] times the first m columns of the inverse
-        self.cardinal = np.ascontiguousarray(np.linalg.inv(system)[:, :m])
+        self.tail, self.size = tail, TAILS[tail]
+        r2 = np.maximum(2.0 - 2.0 * self.directions @ self.directions.T, 0.0)
+        self.kernel = r2 * np.sqrt(r2)
+        self.kernel_inverse = np.ascontiguousarray(np.linalg.inv(self.kernel))
+        self.geometry = np.array([*self.scale, float(radius)])
 
-    def _kernel(self, u):
-        r2 = np.maximum(2.0 - 2.0 * u @ self.directions.T, 0.0)
-        return r2 * np.sqrt(r2)
+    def coefficients(self, points, phis) -> np.ndarray:
+        """Q (k, m + q, 6) of the interpolants of the extreme wrenches (k, m, 6) at tilts φ (k,)."""
+        return coefficients(self.kernel_inverse, self.directions, self.geometry, self.size,
+                            np.ascontiguousarray(phis, dtype=float).reshape(-1),
+                            np.ascontiguousarray(points, dtype=float))
 
-    def weights(self, u) -> np.ndarray:
-        """a(u) (k, m) for unit directions u (k, 6): w(u) = a(u) @ W."""
-        u = np.atleast_2d(u)
-        return np.hstack([self._kernel(u), np.ones((len(u), 1)), u]) @ self.cardinal
-
-    def wrenches(self, points, twists, arms) -> np.ndarray:
+    def wrenches(self, points, phis, twists, arms) -> np.ndarray:
         """The data's wrench (k, 6) about p_r for twists (k, 6) of p_center, from the extreme wrenches
-        (k, m, 6) at each foot's θ; ``arms`` (k, 3) is p_r − p_center. Zero at rest."""
-        twists = np.atleast_2d(np.asarray(twists, dtype=float))
-        scaled = twists / self.scale
-        norm = np.linalg.norm(scaled, axis=1)
-        moving = norm > 0
-        out = np.zeros((len(twists), 6))
-        if not moving.any():
-            return out
-        a = self.weights(scaled[moving] / norm[moving, None])
-        out[moving] = np.einsum("km,kmd->kd", a, np.asarray(points)[moving])
-        at_r = np.concatenate([point_velocity(twists, arms), twists[:, 3:]], axis=1)
-        return dissipative(at_r, self.scale, out)
+        (k, m, 6) at each foot's tilt φ (k,); ``arms`` (k, 3) is p_r − p_center. Zero at rest."""
+        return self.at(self.coefficients(points, phis), phis, twists, arms)
+
+    def at(self, Q, phis, twists, arms) -> np.ndarray:
+        """:meth:`wrenches` from the coefficients Q (k, m + q, 6) already solved."""
+        f8 = lambda a, shape: np.ascontiguousarray(np.broadcast_to(np.asarray(a, dtype=float), shape))  # noqa: E731
+        k = len(Q)
+        return flow_rows(np.ascontiguousarray(Q), self.directions, self.geometry, f8(phis, (k,)), f8(twists, (k, 6)),
+                         f8(arms, (k, 3)))
+
+    def leave_one_out(self, phis, wrenches, scale) -> float:
+        """RMS error, in units of ``scale`` (6,), of each recorded wrench predicted from the other
+        directions of its configuration (tilts (n,), wrenches (n, m, 6)), by Rippa's formula (as
+        :meth:`granular.wrench.flow.DirectionMap.leave_one_out`)."""
+        m, errors = len(self.directions), []
+        for phi, w in zip(phis, wrenches):
+            T = tail_matrix(self.directions, float(phi), self.geometry, self.size)
+            system = np.block([[self.kernel, T], [T.T, np.zeros((self.size, self.size))]])
+            try:
+                inverse = np.linalg.inv(system)[:m, :m]
+            except np.linalg.LinAlgError:
+                return np.inf
+            errors.append((inverse @ w) / np.diag(inverse)[:, None] / scale)
+        return float(np.sqrt(np.mean(np.square(errors)))) if errors else np.inf
 
 
-def dissipative(v, S, w) -> np.ndarray:
-    """w (k, 6) less any power it would put into twists v (k, 6) (w·v > 0): w − (w·v / vᵀS⁻²v) S⁻² v,
-    the nearest wrench that does no work, in the norm dual to the velocity scale S."""
-    metric = v / (S * S)
-    p, q = np.einsum("kd,kd->k", w, v), np.einsum("kd,kd->k", v, metric)
-    fix = (p > 0) & (q > 0)
-    out = w.copy()
-    out[fix] -= (p[fix] / q[fix])[:, None] * metric[fix]
+def choose_tail(dataset, radius: float) -> tuple[str, dict]:
+    """The tail whose interpolant best predicts each recorded wrench of the 3D ``dataset`` from its
+    configuration's other directions, and each tail's score (the planar ``choose_tail``'s rule)."""
+    rows = (dataset.configs[:, 0] < 0) & dataset.valid.all(axis=1)
+    scale = np.abs(dataset.wrenches[dataset.valid]).max(axis=0)
+    scale = np.where(scale > 0, scale, 1.0)
+    scores = {tail: SphereMap(dataset.directions, dataset.velocity_scale, radius, tail)
+              .leave_one_out(dataset.configs[rows, 1], dataset.wrenches[rows], scale) for tail in TAILS}
+    return min(scores, key=scores.get), scores
+
+
+@kernel(inline=True)
+def plate_fraction(u, phi, geometry, ds):
+    """s, the share of the bottom disc (radius R = geometry[6], centred on p_center, normal the foot
+    axis a(φ) = (−sin φ, 0, cos φ)) that advances into the medium for the unit direction u (6,)
+    (scaled space; the twist of p_center is v = S u, S = geometry[:6]); ds (6,) ← ds/du. A disc
+    element at r (r ⊥ a) moves along a at v·a + (a × ω)·r, so the share that advances
+    (v·a + (a × ω)·r < 0) runs from 0 to 1 as v·a goes from |a × ω| R to −|a × ω| R; as in the
+    plane (``flow.leading_fractions``), a ramp, whose half-width gains SWITCH_WIDTH × |v|."""
+    ax, az = -np.sin(phi), np.cos(phi)
+    vx, vy, vz = geometry[0] * u[0], geometry[1] * u[1], geometry[2] * u[2]
+    wx, wy, wz = geometry[3] * u[3], geometry[4] * u[4], geometry[5] * u[5]
+    gx, gy, gz = -az * wy, az * wx - ax * wz, ax * wy  # a × ω
+    turn, speed = np.sqrt(gx * gx + gy * gy + gz * gz), np.sqrt(vx * vx + vy * vy + vz * vz)
+    R = geometry[6]
+    half = turn * R + SWITCH_WIDTH * speed
+    for i in range(6):
+        ds[i] = 0.0
+    if half <= 0.0:
+        return 0.5
+    along = vx * ax + vz * az
+    s = 0.5 - along / (2.0 * half)
+    if s <= 0.0:
+        return 0.0
+    if s >= 1.0:
+        return 1.0
+    # d(half)/du: through |v| and |a × ω| (d|a × ω|/dω_i = (ω_i − a_i a·ω) / |a × ω|)
+    if speed > 0.0:
+        ds[0] = SWITCH_WIDTH * geometry[0] * vx / speed
+        ds[1] = SWITCH_WIDTH * geometry[1] * vy / speed
+        ds[2] = SWITCH_WIDTH * geometry[2] * vz / speed
+    if turn > 0.0:
+        spin = ax * wx + az * wz
+        ds[3] = R * geometry[3] * (wx - ax * spin) / turn
+        ds[4] = R * geometry[4] * wy / turn
+        ds[5] = R * geometry[5] * (wz - az * spin) / turn
+    scale = along / (2.0 * half * half)
+    for i in range(6):
+        ds[i] *= scale
+    ds[0] -= geometry[0] * ax / (2.0 * half)
+    ds[2] -= geometry[2] * az / (2.0 * half)
+    return s
+
+
+@kernel("f8[:, ::1], f8, f8[::1], i8")
+def tail_matrix(U, phi, geometry, size):
+    """T (m, size): the tail, [1, u] (7) or [1, u, s, s u] (14), at each direction U_j, tilt φ."""
+    m = U.shape[0]
+    T = np.empty((m, size))
+    ds = np.empty(6)
+    for j in range(m):
+        s = plate_fraction(U[j], phi, geometry, ds) if size == 14 else 0.0
+        T[j, 0] = 1.0
+        for i in range(6):
+            T[j, 1 + i] = U[j, i]
+        if size == 14:
+            T[j, 7] = s
+            for i in range(6):
+                T[j, 8 + i] = s * U[j, i]
+    return T
+
+
+@kernel("f8[:, ::1], f8[:, ::1], f8[::1], i8, f8[::1], f8[:, :, ::1]")
+def coefficients(Kinv, U, geometry, size, phis, points):
+    """Q (k, m + size, 6) per tilt φ (k,) of the values P (k, m, 6) at the directions U: the planar
+    :func:`granular.wrench.flow.coefficients`' Schur-complement solve (``tail_solve``), with the 3D
+    tail at each tilt."""
+    k, m, n = points.shape[0], U.shape[0], points.shape[2]
+    w = size + n
+    rows = np.empty((k * w, m))  # per foot, Tᵀ then Pᵀ
+    for f in range(k):
+        T = tail_matrix(U, phis[f], geometry, size)
+        for j in range(m):
+            for c in range(size):
+                rows[f * w + c, j] = T[j, c]
+            for c in range(n):
+                rows[f * w + size + c, j] = points[f, j, c]
+    return tail_solve(Kinv, rows, size, n)
+
+
+@kernel("f8[:, :, ::1], f8[:, ::1], f8[::1], f8[::1], f8[:, ::1], f8[:, ::1]")
+def flow_rows(Q, U, geometry, phis, twists, arms):
+    """:func:`flow_into`'s wrench (k, 6) for each row: coefficients Q (k, m + q, 6), tilt, twist, arm."""
+    k = Q.shape[0]
+    out = np.empty((k, 6))
+    dw, work = np.empty((6, 6)), np.empty((12, 6))
+    for r in range(k):
+        flow_into(Q[r], U, geometry, phis[r], arms[r], twists[r], out[r], dw, work)
     return out
+
+
+@kernel()
+def flow_into(Q, U, geometry, phi, arm, twist, w, dw, work):
+    """w (6,) ← the data's wrench about p_r for the twist (6,) of p_center, and dw (6, 6) ← its
+    Jacobian by the twist: the interpolant with coefficients Q (m + q, 6) at u = s / |s|,
+    s = twist / S (S = geometry[:6]), at tilt φ, w(u) = Σ_j |u − U_j|³ Q_j + Q_m + Σ_i u_i Q_{m+1+i}
+    [+ s(u) (Q_{m+7} + Σ_i u_i Q_{m+8+i})], then made dissipative about p_r = p_center + ``arm``.
+    Zero at rest. ``work`` (12, 6) is scratch (Newton's loop calls this for every sliding foot at
+    every iteration: no allocation)."""
+    m = U.shape[0]
+    Gu, u, vr, metric, dp, dq, ds = work[:6], work[6], work[7], work[8], work[9], work[10], work[11]
+    w[:] = 0.0
+    dw[:] = 0.0
+    rho = 0.0
+    for i in range(6):
+        rho += (twist[i] / geometry[i]) ** 2
+    rho = np.sqrt(rho)
+    if rho == 0.0:
+        return
+    for i in range(6):
+        u[i] = twist[i] / geometry[i] / rho
+    Gu[:] = 0.0  # ∂w/∂u first; the chain through u = s / |s| follows
+    for j in range(m):
+        dot = 0.0
+        for i in range(6):
+            dot += u[i] * U[j, i]
+        r2 = max(2.0 - 2.0 * dot, 0.0)
+        r = np.sqrt(r2)
+        k, dk = r2 * r, -3.0 * r  # |u − U_j|³ and its derivative by u, along U_j
+        for a in range(6):
+            w[a] += k * Q[j, a]
+            f = dk * Q[j, a]
+            for b in range(6):
+                Gu[a, b] += f * U[j, b]
+    for a in range(6):
+        w[a] += Q[m, a]
+        for i in range(6):
+            w[a] += u[i] * Q[m + 1 + i, a]
+            Gu[a, i] += Q[m + 1 + i, a]
+    if Q.shape[0] - m == 14:
+        s = plate_fraction(u, phi, geometry, ds)
+        for a in range(6):
+            lead = Q[m + 7, a]
+            for i in range(6):
+                lead += u[i] * Q[m + 8 + i, a]
+            w[a] += s * lead
+            for b in range(6):
+                Gu[a, b] += ds[b] * lead + s * Q[m + 8 + b, a]
+    for a in range(6):  # ∂u/∂twist = (I − u uᵀ) / (ρ S)
+        along = 0.0
+        for b in range(6):
+            along += Gu[a, b] * u[b]
+        for c in range(6):
+            dw[a, c] = (Gu[a, c] - along * u[c]) / (rho * geometry[c])
+    _dissipative_into(geometry, arm, twist, w, dw, vr, metric, dp, dq)
+
+
+@kernel(inline=True)
+def _dissipative_into(S, arm, twist, w, dw, vr, metric, dp, dq):
+    """The medium does no work on the foot: where w·v_r > 0 (v_r the twist at p_r), w ← the nearest
+    wrench that does none, w − (w·v_r / v_rᵀS⁻²v_r) S⁻² v_r, and dw by the product rule; vr, metric,
+    dp and dq (6,) are scratch."""
+    x, y, z = arm[0], arm[1], arm[2]
+    _at_arm(twist, x, y, z, vr)  # work is done at p_r, about which the wrench is taken
+    p, q = 0.0, 0.0
+    for a in range(6):
+        metric[a] = vr[a] / (S[a] * S[a])
+        p += w[a] * vr[a]
+        q += vr[a] * metric[a]
+    if not (p > 0.0 and q > 0.0):
+        return
+    ratio = p / q
+    _row_at_arm(w, x, y, z, dp)  # dp = vrᵀ dw + wᵀ T
+    _row_at_arm(metric, x, y, z, dq)  # dq / 2 = metricᵀ T
+    for c in range(6):
+        acc = 0.0
+        for a in range(6):
+            acc += vr[a] * dw[a, c]
+        dp[c] += acc
+    for c in range(6):
+        dratio = (dp[c] - 2.0 * ratio * dq[c]) / q
+        for a in range(6):
+            dw[a, c] -= metric[a] * dratio
+    for a in range(6):  # − ratio ∂metric/∂twist = − ratio S⁻² T
+        dw[a, a] -= ratio / (S[a] * S[a])
+    dw[0, 4] -= ratio * z / (S[0] * S[0])
+    dw[0, 5] += ratio * y / (S[0] * S[0])
+    dw[1, 3] += ratio * z / (S[1] * S[1])
+    dw[1, 5] -= ratio * x / (S[1] * S[1])
+    dw[2, 3] -= ratio * y / (S[2] * S[2])
+    dw[2, 4] += ratio * x / (S[2] * S[2])
+    for a in range(6):
+        w[a] -= ratio * metric[a]
+
+
+@kernel(inline=True)
+def _at_arm(t, x, y, z, out):
+    """out ← T t, the twist t (6,) of p_center moved to p_r = p_center + (x, y, z): v + ω × arm, ω."""
+    out[0] = t[0] + z * t[4] - y * t[5]
+    out[1] = t[1] - z * t[3] + x * t[5]
+    out[2] = t[2] + y * t[3] - x * t[4]
+    out[3], out[4], out[5] = t[3], t[4], t[5]
+
+
+@kernel(inline=True)
+def _row_at_arm(r, x, y, z, out):
+    """out ← rᵀ T for the row r (6,) (T as in :func:`_at_arm`)."""
+    out[0], out[1], out[2] = r[0], r[1], r[2]
+    out[3] = r[3] - z * r[1] + y * r[2]
+    out[4] = r[4] + z * r[0] - x * r[2]
+    out[5] = r[5] - y * r[0] + x * r[1]
