@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from granular.compiled import kernel
 
-from granular.wrench.flow import SWITCH_WIDTH, tail_solve
+from granular.wrench.flow import SWITCH_WIDTH, kernel_inverse, tail_solve
 
 #: The interpolant's tails: [1, u] or [1, u, s, s u], and how many functions.
 TAILS = {"affine": 7, "leading": 14}
@@ -41,9 +41,7 @@ class SphereMap:
         self.directions = np.ascontiguousarray(U / np.linalg.norm(U, axis=1, keepdims=True))
         self.scale = np.asarray(velocity_scale, dtype=float)
         self.tail, self.size = tail, TAILS[tail]
-        r2 = np.maximum(2.0 - 2.0 * self.directions @ self.directions.T, 0.0)
-        self.kernel = r2 * np.sqrt(r2)
-        self.kernel_inverse = np.ascontiguousarray(np.linalg.inv(self.kernel))
+        self.kernel, self.kernel_inverse = kernel_inverse(self.directions)
         self.geometry = np.array([*self.scale, float(radius)])
 
     def coefficients(self, points, phis) -> np.ndarray:
