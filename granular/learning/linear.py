@@ -137,7 +137,7 @@ def support_3d(thetas, bounds, phi_active, per_depth, centers, c2, kernel, degre
         for j in range(F.shape[1]):
             F[i, j] *= scale[i]
     W = F @ coef  # two matrix products, BLAS's: the loops they replace were slower than numpy
-    support = W.reshape((k * m, 6)) @ A.T
+    support = W.reshape((k * m, 6)) @ np.ascontiguousarray(A.T)  # a transposed view takes BLAS's slower path
     b = np.zeros((k, K))
     for i in range(k):
         for j in range(m):
