@@ -185,30 +185,29 @@ def coefficients(Kinv, U, geometry, size, thetas, points):
     (``Kinv`` its inverse) and T (m, size) the tail at them for that θ; by the Schur complement,
     e = (Tᵀ K⁻¹ T)⁻¹ Tᵀ K⁻¹ P and c = K⁻¹ (P − T e), since only T changes with θ.
     The feet's K⁻¹ [T P] are one matrix product (BLAS calls on matrices this small cost more in
-    calling than in arithmetic; numba's loops here were slower still), as rows: [T P]ᵀ K⁻ᵀ."""
-    k, m, n = points.shape[0], U.shape[0], points.shape[2]
-    w = size + n
-    rows = np.empty((k * w, m))  # per foot, Tᵀ then Pᵀ
-    for f in range(k):
-        T = tail_matrix(U, thetas[f, 0], thetas[f, 1], geometry, size)
-        for j in range(m):
-            for c in range(size):
-                rows[f * w + c, j] = T[j, c]
-            for c in range(n):
-                rows[f * w + size + c, j] = points[f, j, c]
-    return tail_solve(Kinv, rows, size, n)
+    calling than in arithmetic; numba's loops here were slower still), as rows: [T P]ᵀ K⁻¹
+    (:func:`tail_solve`)."""
+    tails = np.empty((points.shape[0], U.shape[0], size))
+    for f in range(points.shape[0]):
+        tails[f] = tail_matrix(U, thetas[f, 0], thetas[f, 1], geometry, size)
+    return tail_solve(Kinv, tails, points)
 
 
 @kernel()
-def tail_solve(Kinv, rows, size, n):
-    """Q (k, m + size, n) of :func:`coefficients` from ``rows`` (k (size + n), m): per
-    configuration its tail at the directions Tᵀ (size rows), then its values Pᵀ (n rows). The 3D
-    map (:mod:`granular.wrench.flow3d`) solves its interpolants so too. ``Kinv`` is symmetric (as
-    :func:`kernel_inverse` makes it): the products keep contiguous operands, which BLAS takes
-    twice as fast as a transposed view."""
-    m = Kinv.shape[0]
+def tail_solve(Kinv, tails, points):
+    """Q (k, m + size, n) of :func:`coefficients` from each configuration's tail at the directions
+    T (k, m, size) and values P (k, m, n). The 3D map (:mod:`granular.wrench.flow3d`) solves its
+    interpolants so too. ``Kinv`` is symmetric (as :func:`kernel_inverse` makes it): the products
+    keep contiguous operands, which BLAS takes twice as fast as a transposed view."""
+    k, m, size, n = tails.shape[0], Kinv.shape[0], tails.shape[2], points.shape[2]
     w = size + n
-    k = rows.shape[0] // w
+    rows = np.empty((k * w, m))  # per foot, Tᵀ then Pᵀ
+    for f in range(k):
+        for j in range(m):
+            for c in range(size):
+                rows[f * w + c, j] = tails[f, j, c]
+            for c in range(n):
+                rows[f * w + size + c, j] = points[f, j, c]
     solved = rows @ Kinv  # per foot, Bᵀ = (K⁻¹ T)ᵀ then Yᵀ = (K⁻¹ P)ᵀ
     Q = np.empty((k, m + size, n))
     SR, S, e, top = np.empty((size, w)), np.empty((size, size)), np.empty((size, n)), np.empty((n, m))

@@ -155,17 +155,10 @@ def coefficients(Kinv, U, geometry, size, phis, points):
     """Q (k, m + size, 6) per tilt φ (k,) of the values P (k, m, 6) at the directions U: the planar
     :func:`granular.wrench.flow.coefficients`' Schur-complement solve (``tail_solve``), with the 3D
     tail at each tilt."""
-    k, m, n = points.shape[0], U.shape[0], points.shape[2]
-    w = size + n
-    rows = np.empty((k * w, m))  # per foot, Tᵀ then Pᵀ
-    for f in range(k):
-        T = tail_matrix(U, phis[f], geometry, size)
-        for j in range(m):
-            for c in range(size):
-                rows[f * w + c, j] = T[j, c]
-            for c in range(n):
-                rows[f * w + size + c, j] = points[f, j, c]
-    return tail_solve(Kinv, rows, size, n)
+    tails = np.empty((points.shape[0], U.shape[0], size))
+    for f in range(points.shape[0]):
+        tails[f] = tail_matrix(U, phis[f], geometry, size)
+    return tail_solve(Kinv, tails, points)
 
 
 @kernel("f8[:, :, ::1], f8[:, ::1], f8[::1], f8[::1], f8[:, ::1], f8[:, ::1]")
