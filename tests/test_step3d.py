@@ -99,7 +99,8 @@ def test_the_sphere_map_hits_the_data_and_reproduces_its_tail():
             at = np.array([_interpolant(dmap, Q, phi, u * dmap.scale) for u in dmap.directions])
             np.testing.assert_allclose(at, points[0], atol=1e-9)
             E = rng.normal(size=(dmap.size, 6))
-            Q = dmap.coefficients(flow3d.tail_matrix(dmap.directions, phi, dmap.geometry, dmap.size)[None] @ E, [phi])[0]
+            in_span = flow3d.tail_matrix(dmap.directions, phi, dmap.geometry, dmap.size) @ E
+            Q = dmap.coefficients(in_span[None], [phi])[0]
             for twist in rng.normal(size=(5, 6)):
                 u = twist / np.linalg.norm(twist)
                 np.testing.assert_allclose(_interpolant(dmap, Q, phi, twist * dmap.scale),

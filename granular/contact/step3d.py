@@ -6,8 +6,8 @@ differs: the QP is the dual active-set method of :mod:`granular.contact.active_s
 calls quadprog, the same method), started from the last step's active set, and where more feet's
 impulses than the dofs they move make it singular it takes proximal steps (:data:`PROXIMAL`: v⁺
 within 1e-5 of quadprog's, ``tests/test_step3d.py``); data-flow's Newton solve takes the data map's
-Jacobian exactly (:func:`flow_into`), where the reference differences it. The caller falls back
-to the reference when the kernel's QP does not solve.
+Jacobian exactly (:func:`granular.wrench.flow3d.flow_into`, whose wrench both share), where the
+reference differences it. The caller falls back to the reference when the kernel's QP does not solve.
 """
 from __future__ import annotations
 
@@ -89,7 +89,8 @@ def contact_step(Mt, v_free, J, arms, grain, A, ub, points, phis, Kinv, U, geome
                 mapped[n] = True
         base = _moved(B, v_free, c, sticking)
         # from max-dissipation's velocity first (law3d.step says why), then from the last root
-        v, ok = _newton(base, _moved(B, v_free, md, every) if it == 0 else v, B, J, arms, Q, U, geometry, phis, slide, h)
+        start = _moved(B, v_free, md, every) if it == 0 else v
+        v, ok = _newton(base, start, B, J, arms, Q, U, geometry, phis, slide, h)
         if not ok:
             return _out(Jr, _moved(B, v_free, md, every), md, _inside(A, ub, md), FELL_BACK)
         c_new = c.copy()
