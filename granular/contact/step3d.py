@@ -29,13 +29,14 @@ SOLVED, FELL_BACK, UNSOLVED = 0, 1, -1
 PROXIMAL, PROXIMAL_STEPS = 1e-6, 16
 
 
-@kernel("f8[:, ::1], f8[::1], f8[:, :, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, :, ::1], "
-        "f8[::1], f8[:, ::1], f8[:, ::1], f8[::1], i8, f8, i8, i8[::1]")
-def contact_step(Mt, v_free, J, arms, grain, A, ub, points, phis, Kinv, U, geometry, tail, h, law, warm):
+@kernel("f8[:, ::1], f8[::1], f8[::1], f8[:, :, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], "
+        "f8[:, :, ::1], f8[::1], f8[:, ::1], f8[:, ::1], f8[::1], i8, f8, i8, i8[::1]")
+def contact_step(Mt, v_free, v0, J, arms, grain, A, ub, points, phis, Kinv, U, geometry, tail, h, law, warm):
     """(v⁺ (nv,), impulses (N, 6) about p_r, sticking (N,), status, the generalized impulse Σ J_rᵀ c
     (nv,)) of one step: ``law`` 0 is
     max-dissipation, 1 data-flow. Arguments as :func:`granular.contact.law3d.step` takes them, unpacked:
-    the effective mass M̃, v_free, per foot J (N, 6, nv), arms (N, 3), grains' masses (N, 6), the
+    the effective mass M̃, v_free, the velocity before the step v0 (data-flow's first guess; length 0:
+    none), per foot J (N, 6, nv), arms (N, 3), grains' masses (N, 6), the
     fixed normals A (K, 6) and offsets ``ub`` = h b (N, K), the extreme wrenches (N, m, 6), the
     feet's tilts φ (N,), and the data map's K⁻¹ (m, m), directions U (m, 6), geometry (7,) and its
     tail's size (:class:`granular.wrench.flow3d.SphereMap`). ``warm`` (6N + 1,): the active set of the QP over
@@ -88,9 +89,13 @@ def contact_step(Mt, v_free, J, arms, grain, A, ub, points, phis, Kinv, U, geome
                 Q[n] = coefficients(Kinv, U, geometry, tail, phis[n:n + 1], points[n:n + 1])[0]
                 mapped[n] = True
         base = _moved(B, v_free, c, sticking)
-        # from max-dissipation's velocity first (law3d.step says why), then from the last root
-        start = _moved(B, v_free, md, every) if it == 0 else v
-        v, ok = _newton(base, start, B, J, arms, Q, U, geometry, phis, slide, h)
+        # from the velocity before the step where given, else (or where that fails) from
+        # max-dissipation's (law3d.step says why); then from the last root
+        ok = False
+        if it > 0 or len(v0) == nv:
+            v, ok = _newton(base, v if it > 0 else v0, B, J, arms, Q, U, geometry, phis, slide, h)
+        if it == 0 and not ok:
+            v, ok = _newton(base, _moved(B, v_free, md, every), B, J, arms, Q, U, geometry, phis, slide, h)
         if not ok:
             return _out(Jr, _moved(B, v_free, md, every), md, _inside(A, ub, md), FELL_BACK)
         c_new = c.copy()

@@ -97,16 +97,17 @@ def free_motion(M, qacc, qvel, moment, ctrl, force, h, damping, gain, bias, low,
 
 @kernel("f8[:, ::1], f8[::1], f8[::1], f8[:, ::1], f8[::1], f8[::1], f8, f8[::1], f8[::1], f8[::1], f8[::1], "
         "f8[::1], f8[::1], f8[:, :, ::1], f8[:, :, ::1], f8[:, ::1], f8, f8[::1], f8[::1], i8, i8, f8[:, ::1], "
-        "f8[::1], i8, i8, f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[::1], i8, i8, i8[::1]")
+        "f8[::1], i8, i8, f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[::1], i8, i8, i8, i8[::1]")
 def coupled(M, qacc, qvel, moment, ctrl, force, h, damping, gain, bias, low, high, limited, jac, rotations, thetas,
             r_offset, grain, bounds, phi_active, per_depth, centers, c2, kern, degree, coef, A, Kinv, U, geometry,
-            tail, law, warm):
+            tail, law, steady, warm):
     """The step's impulses for the N feet in the medium, in one call: :func:`free_motion`'s M̃ and
     v_free; each foot's Jacobian J (6, nv) at p_center in F_c3 from MuJoCo's world-axes ``jac``
     (N, 6, nv) and the feet's ``rotations`` (N, 3, 3) F_c3 → world; W(θ) of every foot
     (:func:`~granular.learning.linear.support_3d` with the 3D model's arguments ``bounds`` … ``coef``
     and the fixed normals A); the contact law (:func:`~granular.contact.step3d.contact_step`, its
-    ``Kinv``, ``U``, ``geometry``, ``tail``, ``law`` and ``warm``). Returns (M̃, v_free, J, v⁺, impulses (N, 6),
+    ``Kinv``, ``U``, ``geometry``, ``tail``, ``law`` and ``warm``; ``steady``: the same feet were in the
+    medium the step before, and data-flow's Newton starts from ``qvel``). Returns (M̃, v_free, J, v⁺, impulses (N, 6),
     sticking, status, the generalized impulse Σ J_rᵀ c (nv,))."""
     Mt, v_free = free_motion(M, qacc, qvel, moment, ctrl, force, h, damping, gain, bias, low, high, limited)
     N, nv = thetas.shape[0], len(qvel)
@@ -123,7 +124,8 @@ def coupled(M, qacc, qvel, moment, ctrl, force, h, damping, gain, bias, low, hig
         arms[n, 0], arms[n, 2] = -r_offset * np.sin(thetas[n, 1]), r_offset * np.cos(thetas[n, 1])  # frames3d.foot_axis
         grains[n] = grain
     b, W = support_3d(thetas, bounds, phi_active, per_depth, centers, c2, kern, degree, coef, A)
-    v, c, sticking, status, impulse = contact_step(Mt, v_free, J, arms, grains, A, h * b,
+    v, c, sticking, status, impulse = contact_step(Mt, v_free, qvel if steady else np.zeros(0), J, arms, grains,
+                                                   A, h * b,
                                                    W.reshape((N, W.shape[1] // 6, 6)), thetas[:, 1].copy(), Kinv, U,
                                                    geometry, tail, h, law, warm)
     return Mt, v_free, J, v, c, sticking, status, impulse

@@ -117,17 +117,20 @@ class Workspace:
 
     contact: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     warm: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+    #: the same feet were in the medium the step before: data-flow follows its last root
+    steady: bool = False
 
     def start(self, contact) -> np.ndarray:
         """The warm start for the feet ``contact`` in the medium now: the last step's set if they
         are the same feet, else a cold one."""
-        if not np.array_equal(contact, self.contact):
+        self.steady = len(contact) > 0 and np.array_equal(contact, self.contact)
+        if not self.steady:
             self.contact, self.warm = contact, np.zeros(6 * len(contact) + 1, np.int64)
         return self.warm
 
     def reset(self):
         """Start the next step cold, as a new simulation would (an episode's reset)."""
-        self.contact, self.warm = np.zeros(0, np.int64), np.zeros(1, np.int64)
+        self.contact, self.warm, self.steady = np.zeros(0, np.int64), np.zeros(1, np.int64), False
 
 
 def foot_states(mj_model, mj_data, feet: GranularFeet, terrain):
@@ -165,8 +168,9 @@ def step(mj_model, mj_data, feet: GranularFeet, terrain, applied=None, workspace
         jac = np.empty((len(contact), 6, mj_model.nv))
         for i, k in enumerate(contact):
             mujoco.mj_jac(mj_model, mj_data, jac[i, :3], jac[i, 3:], centers[k], mj_model.geom_bodyid[feet.geoms[k]])
-        result, impulse = _impulses(mj_model, mj_data, feet, M, jac, rotations[contact], thetas[contact],
-                                    None if workspace is None else workspace.start(contact))
+        warm = None if workspace is None else workspace.start(contact)
+        result, impulse = _impulses(mj_model, mj_data, feet, M, jac, rotations[contact], thetas[contact], warm,
+                                    workspace is not None and workspace.steady)
         mj_data.qfrc_applied += impulse / h
     mujoco.mj_step2(mj_model, mj_data)
     if result is not None:  # the work the impulses did, at the velocity MuJoCo integrated with
@@ -174,10 +178,12 @@ def step(mj_model, mj_data, feet: GranularFeet, terrain, applied=None, workspace
     return result, thetas
 
 
-def _impulses(mj_model, mj_data, feet: GranularFeet, M, jac, rotations, thetas, warm):
+def _impulses(mj_model, mj_data, feet: GranularFeet, M, jac, rotations, thetas, warm, steady=False):
     """The contact law's :class:`~granular.contact.law3d.Step` for the feet in the medium and its
     generalized impulse Σ J_rᵀ c (nv,): one compiled call (:func:`~granular.simulation.coupled3d.coupled`)
-    for an RBF medium; for another, or where the compiled QP does not solve, the numpy reference."""
+    for an RBF medium; for another, or where the compiled QP does not solve, the numpy reference.
+    ``steady``: the same feet were in the medium the step before (data-flow's Newton then starts
+    from the velocity before the step, ``law3d.step``'s ``v0``)."""
     model, h = feet.model, mj_model.opt.timestep
     linear = model._linear
     moment = _moment(mj_model, mj_data)
@@ -193,14 +199,14 @@ def _impulses(mj_model, mj_data, feet: GranularFeet, M, jac, rotations, thetas, 
         Mt, v_free, J, v, c, sticking, status, impulse = coupled(
             *state, jac, rotations, thetas, model.dataset.foot.r_offset, GRAIN_MASS, *linear,
             model.fixed_normals(law3d.NORMALS), dmap.kernel_inverse, dmap.directions, dmap.geometry, dmap.size,
-            law3d.LAWS.index(feet.law), warm)
+            law3d.LAWS.index(feet.law), int(steady), warm)
         if status != step3d.UNSOLVED:
             return law3d.Step(v, c, sticking, fell_back=status == step3d.FELL_BACK), impulse
     else:
         Mt, v_free = free_motion(*state)
         J = np.concatenate([rotations.transpose(0, 2, 1) @ jac[:, :3], rotations.transpose(0, 2, 1) @ jac[:, 3:]], axis=1)
     inside = law3d.Feet(thetas, J, model.dataset.foot.r_offset * foot_axis(thetas[:, 1]), np.tile(GRAIN_MASS, (len(thetas), 1)))
-    result = law3d.step(model, Mt, v_free, inside, h, feet.law)
+    result = law3d.step(model, Mt, v_free, inside, h, feet.law, v0=mj_data.qvel.copy() if steady else None)
     return result, np.einsum("nap,na->p", inside.Jr, result.impulses)
 
 
