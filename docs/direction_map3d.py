@@ -1,4 +1,4 @@
-"""Where the 3D model's error on the shipped 3D paths comes from (docs/3d.md, "Not yet good enough").
+"""Where the 3D model's error on the shipped 3D paths comes from (docs/3d.md, "How well the model follows 3D-RFT").
 
     python3 docs/direction_map3d.py                     # the shipped sand3d model, seconds
     python3 docs/direction_map3d.py --model m232.h5     # another 3D sand model, e.g. on 232 directions
@@ -53,6 +53,7 @@ def main(argv=None):
             interpolated = dmap.wrenches(exact, p.theta[:, 1], p.twist, arms)
             row += f"{nrmse(interpolated, p.wrench):24.3f}{np.abs(interpolated[:, 4] - p.wrench[:, 4]).max():11.1f}"
         print(row)
+
 
 if __name__ == "__main__":
     main()

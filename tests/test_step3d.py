@@ -193,3 +193,25 @@ def test_a_blown_up_state_is_left_to_the_reference_and_a_callable_terrain_is_ref
     assert out[3] == step3d.UNSOLVED
     with pytest.raises(GranularError, match="mujoco3d.Ground"):
         mujoco3d.step(world.mj_model, world.mj_data, world.feet, lambda xy: (0.0, np.array([0.0, 0.0, 1.0])))
+
+
+def test_newton_follows_its_last_root_only_while_the_same_feet_stay_in_the_medium():
+    """Workspace.steady (data-flow's Newton then starts from the velocity before the step): the same
+    feet in the medium as the step before; never at a first step, a landing (after a flight phase
+    too) or after a reset, where max-dissipation's velocity picks the root."""
+    ws = mujoco3d.Workspace()
+    two, one, none = np.array([0, 2]), np.array([0]), np.zeros(0, np.int64)
+    ws.start(two)
+    assert not ws.steady, "the first step"
+    ws.start(two.copy())
+    assert ws.steady
+    ws.start(one)
+    assert not ws.steady, "a foot lifted"
+    ws.start(none)
+    assert not ws.steady, "in flight"
+    ws.start(one)
+    assert not ws.steady, "a landing after a flight"
+    ws.start(one)
+    ws.reset()
+    ws.start(one)
+    assert not ws.steady, "after a reset"

@@ -121,8 +121,8 @@ class Workspace:
     steady: bool = False
 
     def start(self, contact) -> np.ndarray:
-        """The warm start for the feet ``contact`` in the medium now: the last step's set if they
-        are the same feet, else a cold one."""
+        """The warm start for the feet ``contact`` in the medium now (called every step, none in the
+        medium too): the last step's set if they are the same feet, else a cold one."""
         self.steady = len(contact) > 0 and np.array_equal(contact, self.contact)
         if not self.steady:
             self.contact, self.warm = contact, np.zeros(6 * len(contact) + 1, np.int64)
@@ -159,6 +159,7 @@ def step(mj_model, mj_data, feet: GranularFeet, terrain, applied=None, workspace
     thetas, rotations, centers, _ = foot_frames(mj_data.geom_xpos, mj_data.geom_xmat, feet.geoms, feet.half_length,
                                                 feet.radius, feet.shape, terrain.xs, terrain.zs)
     contact = np.flatnonzero(thetas[:, 0] < 0)
+    warm = None if workspace is None else workspace.start(contact)  # a flight phase ends a steady run
     result = None
     if len(contact):
         mujoco.mj_fwdActuation(mj_model, mj_data)
@@ -168,7 +169,6 @@ def step(mj_model, mj_data, feet: GranularFeet, terrain, applied=None, workspace
         jac = np.empty((len(contact), 6, mj_model.nv))
         for i, k in enumerate(contact):
             mujoco.mj_jac(mj_model, mj_data, jac[i, :3], jac[i, 3:], centers[k], mj_model.geom_bodyid[feet.geoms[k]])
-        warm = None if workspace is None else workspace.start(contact)
         result, impulse = _impulses(mj_model, mj_data, feet, M, jac, rotations[contact], thetas[contact], warm,
                                     workspace is not None and workspace.steady)
         mj_data.qfrc_applied += impulse / h

@@ -45,10 +45,11 @@ class SphereMap:
         self.geometry = np.array([*self.scale, float(radius)])
 
     def coefficients(self, points, phis) -> np.ndarray:
-        """Q (k, m + q, 6) of the interpolants of the extreme wrenches (k, m, 6) at tilts φ (k,)."""
-        return coefficients(self.kernel_inverse, self.directions, self.geometry, self.size,
-                            np.ascontiguousarray(phis, dtype=float).reshape(-1),
-                            np.ascontiguousarray(points, dtype=float))
+        """Q (k, m + q, 6) of the interpolants of the extreme wrenches (k, m, 6) at tilts φ (k,) (or
+        one tilt for all)."""
+        points = np.ascontiguousarray(points, dtype=float)
+        phis = np.ascontiguousarray(np.broadcast_to(np.asarray(phis, dtype=float).reshape(-1), (len(points),)))
+        return coefficients(self.kernel_inverse, self.directions, self.geometry, self.size, phis, points)
 
     def wrenches(self, points, phis, twists, arms) -> np.ndarray:
         """The data's wrench (k, 6) about p_r for twists (k, 6) of p_center, from the extreme wrenches
@@ -175,9 +176,10 @@ def flow_rows(Q, U, geometry, phis, twists, arms):
 @kernel()
 def flow_into(Q, U, geometry, phi, arm, twist, w, dw, work):
     """w (6,) ← the data's wrench about p_r for the twist (6,) of p_center, and dw (6, 6) ← its
-    Jacobian by the twist: the interpolant with coefficients Q (m + q, 6) at u = s / |s|,
-    s = twist / S (S = geometry[:6]), at tilt φ, w(u) = Σ_j |u − U_j|³ Q_j + Q_m + Σ_i u_i Q_{m+1+i}
-    [+ s(u) (Q_{m+7} + Σ_i u_i Q_{m+8+i})], then made dissipative about p_r = p_center + ``arm``.
+    Jacobian by the twist: the interpolant with coefficients Q (m + q, 6) at u = x / |x|,
+    x = twist / S (S = geometry[:6]), at tilt φ, w(u) = Σ_j |u − U_j|³ Q_j + Q_m + Σ_i u_i Q_{m+1+i}
+    [+ s(u) (Q_{m+7} + Σ_i u_i Q_{m+8+i}), s the disc's leading share], then made dissipative
+    about p_r = p_center + ``arm``.
     Zero at rest. ``work`` (12, 6) is scratch (Newton's loop calls this for every sliding foot at
     every iteration: no allocation)."""
     m = U.shape[0]
