@@ -44,7 +44,7 @@ class KernelsHook(BuildHookInterface):
         shutil.rmtree(getattr(self, "_scratch", ""), ignore_errors=True)
 
     def _compile(self, scratch: Path) -> Path | None:
-        print("granular: compiling the simulation kernels (about a minute and a half)", file=sys.stderr, flush=True)
+        print("granular: compiling the simulation kernels (two to three minutes)", file=sys.stderr, flush=True)
         start = time.perf_counter()
         env = {**os.environ, "GRANULAR_JIT": "1", "PYTHONDONTWRITEBYTECODE": "1", "NUMBA_CACHE_DIR": str(scratch / "numba")}
         done = subprocess.run([sys.executable, "-m", "granular.compiled", "--install", str(scratch / "out")],
