@@ -108,6 +108,8 @@ def step(model, M, v_free, feet: Feet, h: float, law: str = DEFAULT_LAW, K: int 
         return Step(v_free + Minv @ np.einsum("nap,na->p", Jr, c), c, _inside(A, ub, c))
     sticking = _inside(A, ub, c)
     md, slide, v = c, ~sticking, None
+    # the sliding feet's interpolants, solved once for the step
+    Q = model.direction_map.coefficients(points[slide], feet.thetas[slide, 1]) if slide.any() else None
     for _ in range(ITERATIONS):
         if sticking.all():
             break
@@ -121,15 +123,17 @@ def step(model, M, v_free, feet: Feet, h: float, law: str = DEFAULT_LAW, K: int 
         # solve starts from the last root (the sticking impulses moved a little).
         if v is None:
             dissipated = v_free + Minv @ np.einsum("nap,na->p", Jr, md)
-            v = None if v0 is None else _slide(model, Minv, Jr, feet, points, base, slide, h, np.asarray(v0, float))
+            v = None if v0 is None else _slide(model, Minv, Jr, feet, Q, base, slide, h, np.asarray(v0, float))
             if v is None:
-                v = _slide(model, Minv, Jr, feet, points, base, slide, h, dissipated)
+                v = _slide(model, Minv, Jr, feet, Q, base, slide, h, dissipated)
         else:
-            v = _slide(model, Minv, Jr, feet, points, base, slide, h, v)
+            v = _slide(model, Minv, Jr, feet, Q, base, slide, h, v)
         if v is None:  # Newton's method failed (a kink of the data's map): the step falls back, as in the plane
             return Step(v_free + Minv @ np.einsum("nap,na->p", Jr, md), md, _inside(A, ub, md), fell_back=True)
         c_new = c.copy()
-        c_new[slide] = h * model.flow_at(points[slide], feet.thetas[slide], np.einsum("nap,p->na", feet.J[slide], v))
+        phis = feet.thetas[slide, 1]
+        c_new[slide] = h * model.direction_map.at(Q, phis, np.einsum("nap,p->na", feet.J[slide], v),
+                                                  model.dataset.foot.r_offset * foot_axis(phis))
         if not sticking.any():  # every foot slides: nothing else to settle
             c = c_new
             break
@@ -173,18 +177,18 @@ def _qp(Minv, H, Jr, v_free, A, ub, free, held):
     return out
 
 
-def _slide(model, Minv, Jr, feet, points, base, slide, h, start):
+def _slide(model, Minv, Jr, feet, Q, base, slide, h, start):
     """Newton's method on v = base + h M⁻¹ Σ_slide J_rᵀ w(θ, J v), the sliding feet's data wrench
     at their twists; the Jacobian of w by central differences in the twist, all feet and axes in
     one call (w is rate-independent, so its derivative is taken at the twist's own scale); each step
-    halved up to :data:`BACKTRACK` times until the residual's norm falls (Armijo). ``points``
-    (N, m, 6): every foot's extreme wrenches, predicted once for the step (θ does not change within
-    it); ``start`` the first guess. None if it does not converge."""
+    halved up to :data:`BACKTRACK` times until the residual's norm falls (Armijo). ``Q``: the sliding
+    feet's interpolants (``SphereMap.coefficients``), solved once for the step (θ does not change
+    within it); ``start`` the first guess. None if it does not converge."""
     idx = np.flatnonzero(slide)
     n = len(idx)
     th, J, Jri = feet.thetas[idx], feet.J[idx], Jr[idx]
     dmap, scale = model.direction_map, model.dataset.velocity_scale
-    Q13 = np.repeat(dmap.coefficients(points[idx], th[:, 1]), 13, axis=0)  # each foot's interpolant, solved once
+    Q13 = np.repeat(Q, 13, axis=0)
     phi13 = np.repeat(th[:, 1], 13)
     arm13 = model.dataset.foot.r_offset * foot_axis(phi13)  # as model.flow_at takes them
 

@@ -79,15 +79,14 @@ def contact_step(Mt, v_free, v0, J, arms, grain, A, ub, points, phis, Kinv, U, g
     if law == 0:
         return _out(Jr, _moved(B, v_free, c, every), c, sticking, SOLVED)
     md, slide, v = c, ~sticking, v_free.copy()
-    Q = np.zeros((N, U.shape[0] + tail, 6))  # each sliding foot's interpolant (flow3d.coefficients)
-    mapped = np.zeros(N, np.bool_)
+    if sticking.all():
+        return _out(Jr, _moved(B, v_free, c, every), c, sticking, SOLVED)
+    Q = np.zeros((N, U.shape[0] + tail, 6))  # the sliding feet's interpolants, solved in one call
+    idx = np.flatnonzero(slide)
+    solved = coefficients(Kinv, U, geometry, tail, phis[idx], np.ascontiguousarray(points[idx]))
+    for k in range(len(idx)):
+        Q[idx[k]] = solved[k]
     for it in range(ITERATIONS):
-        if sticking.all():
-            break
-        for n in range(N):
-            if slide[n] and not mapped[n]:
-                Q[n] = coefficients(Kinv, U, geometry, tail, phis[n:n + 1], points[n:n + 1])[0]
-                mapped[n] = True
         base = _moved(B, v_free, c, sticking)
         # from the velocity before the step where given, else (or where that fails) from
         # max-dissipation's (law3d.step says why); then from the last root

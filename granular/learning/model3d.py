@@ -32,7 +32,8 @@ from granular.io.h5io import atomic_h5, attr, read_h5
 from granular.learning.linear import support_3d
 from granular.learning.model import REGRESSOR_NAMES, TARGETS, pooled
 from granular.wrench import polytopes
-from granular.wrench.flow3d import SphereMap, choose_tail
+from granular.wrench.flow import choose_tail
+from granular.wrench.flow3d import SphereMap
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +173,7 @@ class WrenchSpaceModel3D:
         """The data-flow interpolant over the dataset's directions (:mod:`granular.wrench.flow3d`), with
         the tail that predicts the data's own left-out directions best; built on first use."""
         ds = self.dataset
-        tail, scores = choose_tail(ds, ds.foot.radius)
+        tail, scores = choose_tail(ds, SphereMap)
         log.debug("%s 3D data-flow map: %s tail (leave-one-direction-out error %s)", ds.medium, tail,
                   ", ".join(f"{k} {v:.4f}" for k, v in scores.items()))
         return SphereMap(ds.directions, ds.velocity_scale, ds.foot.radius, tail)

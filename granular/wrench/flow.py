@@ -46,6 +46,8 @@ class DirectionMap:
     Q (m + q, p) (:func:`coefficients`): w(u) = Σ_j |u − U_j|³ Q_j + Σ_k p_k(u; θ) Q_{m+k}.
     """
 
+    TAILS = TAILS
+
     def __init__(self, directions, velocity_scale, radius: float, tail: str = "leading"):
         if tail not in TAILS:
             raise ValueError(f"unknown interpolant tail {tail!r}; choose one of {', '.join(TAILS)}")
@@ -74,15 +76,20 @@ class DirectionMap:
         return np.array([interpolate(self.directions, q, row, th[0], th[1], self.geometry)[0]
                          for q, th, row in zip(Q, thetas, _rows(x, 3))])
 
+    def tail_at(self, theta) -> np.ndarray:
+        """T (m, q): the tail at the directions, at configuration θ = (d, φ)."""
+        return tail_matrix(self.directions, float(theta[0]), float(theta[1]), self.geometry, TAILS[self.tail])
+
     def leave_one_out(self, configs, wrenches, scale):
-        """RMS error, in units of ``scale`` (3,), of each recorded wrench predicted from the other
-        directions of its configuration (configurations (n, 2) below the surface, wrenches (n, m, 3)),
+        """RMS error, in units of ``scale`` (p,), of each recorded wrench predicted from the other
+        directions of its configuration (configurations (n, 2) below the surface, wrenches (n, m, p)),
         by Rippa's formula: for an interpolant, the error at a left-out sample is its coefficient
-        over the diagonal of the inverted system (Rippa 1999)."""
-        m, q = len(self.directions), TAILS[self.tail]
-        errors = []
+        over the diagonal of the inverted system (Rippa 1999). The 3D map (``flow3d.SphereMap``)
+        shares it, through its own ``tail_at``."""
+        m, errors = len(self.directions), []
         for theta, w in zip(_rows(configs), wrenches):
-            T = tail_matrix(self.directions, theta[0], theta[1], self.geometry, q)
+            T = self.tail_at(theta)
+            q = T.shape[1]
             try:
                 inverse = np.linalg.inv(np.block([[self.kernel, T], [T.T, np.zeros((q, q))]]))[:m, :m]
             except np.linalg.LinAlgError:  # too few directions for this tail: it cannot interpolate them
@@ -91,16 +98,18 @@ class DirectionMap:
         return float(np.sqrt(np.mean(np.square(errors)))) if errors else np.inf
 
 
-def choose_tail(dataset) -> tuple[str, dict]:
+def choose_tail(dataset, kind=None) -> tuple[str, dict]:
     """The tail whose interpolant best predicts each recorded wrench from its configuration's other
     directions (leave one direction out), and each tail's score: the leading fractions help where the
     data resolve a face's switch (RFT sand 0.037 against 0.045) and hurt where few noisy directions
-    cannot carry twelve functions (DEM Beads, m = 18: 0.142 against 0.050)."""
+    cannot carry twelve functions (DEM Beads, m = 18: 0.142 against 0.050). ``kind``: the map's class,
+    :class:`DirectionMap` (default) or the 3D ``flow3d.SphereMap``, each with its ``TAILS``."""
+    kind = DirectionMap if kind is None else kind
     rows = (dataset.configs[:, 0] < 0) & dataset.valid.all(axis=1)
     scale = np.abs(dataset.wrenches[dataset.valid]).max(axis=0)
     scale = np.where(scale > 0, scale, 1.0)
-    scores = {tail: DirectionMap(dataset.directions, dataset.velocity_scale, dataset.foot.radius, tail)
-              .leave_one_out(dataset.configs[rows], dataset.wrenches[rows], scale) for tail in TAILS}
+    scores = {tail: kind(dataset.directions, dataset.velocity_scale, dataset.foot.radius, tail)
+              .leave_one_out(dataset.configs[rows], dataset.wrenches[rows], scale) for tail in kind.TAILS}
     return min(scores, key=scores.get), scores
 
 

@@ -13,7 +13,7 @@ the plane, the wrench turns fast where the disc switches between leading and tra
 against rising), a switch a smooth basis on 72 directions smears: on the shipped 3D paths the
 affine tail scores 0.17 and the leading one 0.10 (docs/3d.md; ``docs/direction_map3d.py``). s
 depends on the tilt φ, so each configuration solves its own coefficients; each dataset takes the
-tail that predicts its own left-out directions better (:func:`choose_tail`).
+tail that predicts its own left-out directions better (``flow.choose_tail``).
 
 Where the interpolant would make the medium do work on the foot (w·v > 0 at p_r), w is replaced by
 the nearest wrench that does none, in the norm dual to the velocity scale (the planar
@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from granular.compiled import kernel
 
-from granular.wrench.flow import SWITCH_WIDTH, kernel_inverse, tail_solve
+from granular.wrench.flow import SWITCH_WIDTH, DirectionMap, kernel_inverse, tail_solve
 
 #: The interpolant's tails: [1, u] or [1, u, s, s u], and how many functions.
 TAILS = {"affine": 7, "leading": 14}
@@ -33,6 +33,8 @@ TAILS = {"affine": 7, "leading": 14}
 class SphereMap:
     """Interpolation over the unit directions U (m, 6) of a 3D dataset, scaled by
     ``velocity_scale`` (6,), for a foot of ``radius`` (m), with the tail ``tail`` (:data:`TAILS`)."""
+
+    TAILS = TAILS
 
     def __init__(self, directions, velocity_scale, radius: float, tail: str = "leading"):
         if tail not in TAILS:
@@ -63,31 +65,11 @@ class SphereMap:
         return flow_rows(np.ascontiguousarray(Q), self.directions, self.geometry, f8(phis, (k,)), f8(twists, (k, 6)),
                          f8(arms, (k, 3)))
 
-    def leave_one_out(self, phis, wrenches, scale) -> float:
-        """RMS error, in units of ``scale`` (6,), of each recorded wrench predicted from the other
-        directions of its configuration (tilts (n,), wrenches (n, m, 6)), by Rippa's formula (as
-        :meth:`granular.wrench.flow.DirectionMap.leave_one_out`)."""
-        m, errors = len(self.directions), []
-        for phi, w in zip(phis, wrenches):
-            T = tail_matrix(self.directions, float(phi), self.geometry, self.size)
-            system = np.block([[self.kernel, T], [T.T, np.zeros((self.size, self.size))]])
-            try:
-                inverse = np.linalg.inv(system)[:m, :m]
-            except np.linalg.LinAlgError:
-                return np.inf
-            errors.append((inverse @ w) / np.diag(inverse)[:, None] / scale)
-        return float(np.sqrt(np.mean(np.square(errors)))) if errors else np.inf
+    def tail_at(self, theta) -> np.ndarray:
+        """T (m, q): the tail at the directions, at configuration θ = (d, φ) (the tilt alone matters)."""
+        return tail_matrix(self.directions, float(theta[1]), self.geometry, self.size)
 
-
-def choose_tail(dataset, radius: float) -> tuple[str, dict]:
-    """The tail whose interpolant best predicts each recorded wrench of the 3D ``dataset`` from its
-    configuration's other directions, and each tail's score (the planar ``choose_tail``'s rule)."""
-    rows = (dataset.configs[:, 0] < 0) & dataset.valid.all(axis=1)
-    scale = np.abs(dataset.wrenches[dataset.valid]).max(axis=0)
-    scale = np.where(scale > 0, scale, 1.0)
-    scores = {tail: SphereMap(dataset.directions, dataset.velocity_scale, radius, tail)
-              .leave_one_out(dataset.configs[rows, 1], dataset.wrenches[rows], scale) for tail in TAILS}
-    return min(scores, key=scores.get), scores
+    leave_one_out = DirectionMap.leave_one_out
 
 
 @kernel(inline=True)
