@@ -215,3 +215,31 @@ def test_newton_follows_its_last_root_only_while_the_same_feet_stay_in_the_mediu
     ws.reset()
     ws.start(one)
     assert not ws.steady, "after a reset"
+
+
+def test_proximal_steps_solve_a_singular_qp():
+    """More impulses than the dofs they move (P = Bᵀ B singular): the plain dual active-set method
+    refuses it, the proximal steps sharing its factors find the velocity a general solver finds."""
+    import cvxpy as cp
+
+    from granular.contact.active_set import dual_active_set, proximal_active_set
+
+    rng = np.random.default_rng(3)
+    nv, feet = 5, 2
+    B, base = rng.normal(size=(nv, 6 * feet)), rng.normal(size=nv) * 3.0
+    P, g = B.T @ B, B.T @ base
+    A = np.vstack([np.eye(6), -np.eye(6)])
+    Ablock = np.zeros((12 * feet, 6 * feet))
+    for f in range(feet):
+        Ablock[12 * f:12 * f + 12, 6 * f:6 * f + 6] = A
+    ub, rows = rng.uniform(0.05, 0.5, 12 * feet), np.arange(feet + 1) * 12
+    assert dual_active_set(P, g, Ablock, ub, rows, 1e-12, np.zeros(6 * feet, np.int64), 0)[1] == -3
+    active = np.zeros(6 * feet, np.int64)
+    x, status, size = proximal_active_set(P, g, Ablock, ub, rows, 1e-12, active, 0, 1e-6 * np.trace(P) / (6 * feet),
+                                          np.ascontiguousarray(B), base, 1e-9, 16)
+    assert status >= 0 and 0 < size <= 6 * feet
+    assert (Ablock @ x <= ub + 1e-9).all()
+    c = cp.Variable(6 * feet)
+    cp.Problem(cp.Minimize(0.5 * cp.sum_squares(base + B @ c)), [Ablock @ c <= ub]).solve(solver=cp.CLARABEL)
+    np.testing.assert_allclose(base + B @ x, base + B @ c.value, atol=1e-6)
+    assert np.abs(base + B @ x).max() < np.abs(base).max(), "the impulses slow the bodies down"

@@ -40,24 +40,89 @@ def dual_active_set(H, g, A, ub, rows, tol, active, count):
     wheels: P is singular but for its ridge)."""
     n = len(g)
     L = cholesky(H)
-    lo, hi = np.inf, 0.0
-    for i in range(n):
-        lo, hi = min(lo, L[i, i]), max(hi, L[i, i])
-    if not (hi > 0.0 and lo >= CONDITION * hi):  # NaN too: a pivot that was not positive
+    if not _conditioned(L):
         return np.zeros(n), -3, 0
     # two allocations, not thirteen: at a quadruped's size they cost as much as the flops
     matrices, vectors = np.empty((3, n, n)), np.empty((9, n))
+    _forward_into(L, g, vectors[0], 0)           # L⁻¹ g
+    na = _warm_start(A, ub, rows, L, active, count, matrices, vectors)
+    status, na = _iterate(A, ub, rows, tol, L, active, na, matrices, vectors)
+    return vectors[7], status, na
+
+
+@kernel("f8[:, ::1], f8[::1], f8[:, ::1], f8[::1], i8[::1], f8, i8[::1], i8, f8, f8[:, ::1], f8[::1], f8, i8")
+def proximal_active_set(H, g, A, ub, rows, tol, active, count, ridge, V, base, rtol, steps):
+    """:func:`dual_active_set` for H positive semidefinite (more impulses than the dofs they move):
+    proximal steps x_{k+1} = argmin ½ xᵀ H x + gᵀ x + ½ ``ridge`` |x − x_k|² subject to A x ≤ ub, from
+    x_0 = 0, which converge to a solution of the QP (Rockafellar 1976); each step's error in the
+    directions H sees shrinks by ridge / (λ + ridge). The steps share one factorisation of H + ridge I
+    and go on from the last one's active set and its QR factors (only g changes between them). They
+    stop when the image V x (say, the velocity base + V x the impulses make; the part of x that
+    moves nothing is not unique) moves by at most ``rtol`` × its size, after at most ``steps``.
+    Returns (x, status, size) as :func:`dual_active_set`; status −2 also where V x did not settle."""
+    n = len(g)
+    Hr = H.copy()
+    for i in range(n):
+        Hr[i, i] += ridge
+    L = cholesky(Hr)
+    if not _conditioned(L):
+        return np.zeros(n), -3, 0
+    matrices, vectors = np.empty((3, n, n)), np.empty((9, n))
+    gt, x = vectors[0], vectors[7]
+    shifted, x_old = g.copy(), np.zeros(n)
+    _forward_into(L, shifted, gt, 0)
+    na = _warm_start(A, ub, rows, L, active, count, matrices, vectors)
+    status, na = _iterate(A, ub, rows, tol, L, active, na, matrices, vectors)
+    for _ in range(steps - 1):
+        if status < 0:
+            return x, status, na
+        for i in range(n):  # the next step's g − ridge x_k, and its minimiser over the same set
+            shifted[i] = g[i] - ridge * x[i]
+            x_old[i] = x[i]
+        _forward_into(L, shifted, gt, 0)
+        na = _drop_negative(ub, active, na, matrices, vectors)
+        status, na = _iterate(A, ub, rows, tol, L, active, na, matrices, vectors)
+        if status >= 0 and _settled(V, base, x, x_old, rtol):
+            return x, status, na
+    return x, (-2 if status >= 0 else status), na
+
+
+@kernel()
+def _settled(V, base, x, x_old, rtol):
+    """|V (x − x_old)| ≤ rtol |base + V x| (max norms)."""
+    moved, size = 0.0, 1e-12
+    for p in range(V.shape[0]):
+        dv, v = 0.0, base[p]
+        for i in range(len(x)):
+            dv += V[p, i] * (x[i] - x_old[i])
+            v += V[p, i] * x[i]
+        moved, size = max(moved, abs(dv)), max(size, abs(v))
+    return moved <= rtol * size
+
+
+@kernel()
+def _conditioned(L):
+    """L's diagonal within :data:`CONDITION` of its largest entry (not NaN: every pivot positive)."""
+    lo, hi = np.inf, 0.0
+    for i in range(L.shape[0]):
+        lo, hi = min(lo, L[i, i]), max(hi, L[i, i])
+    return hi > 0.0 and lo >= CONDITION * hi
+
+
+@kernel()
+def _iterate(A, ub, rows, tol, L, active, na, matrices, vectors):
+    """The dual active-set iterations from the set ``active[:na]`` (QR factors and multipliers in
+    ``matrices`` and ``vectors`` as :func:`_warm_start` leaves them), the minimiser in vectors[7]:
+    returns (status, the final set's size), :func:`dual_active_set`'s status."""
+    n = len(vectors[0])
     Nt, Q, R = matrices[0], matrices[1], matrices[2]   # Nt: L⁻¹ a_j of the active constraints, one per row
     gt, u, proj, rr, a, at, resid, x, z = (vectors[0], vectors[1], vectors[2], vectors[3], vectors[4], vectors[5],
                                            vectors[6], vectors[7], vectors[8])
-    _forward_into(L, g, gt, 0)           # L⁻¹ g
-    u[:] = 0.0
-    na = _warm_start(A, ub, rows, L, active, count, Nt, Q, R, gt, u, proj, rr, a, at, resid)
     _minimiser(L, gt, Nt, u, na, resid, x)
     for it in range(4 * (len(ub) + n) + 10):
         p, s = _most_violated(A, x, ub, rows, tol)
         if p < 0:
-            return x, it, na
+            return it, na
         f = _constraint_row(A, rows, p, a)
         _forward_into(L, a, at, _width(rows, n) * f)
         up = 0.0
@@ -70,7 +135,7 @@ def dual_active_set(H, g, A, ub, rows, tol, active, count):
             az = _vdot(resid, resid, n)
             t2 = s / az if az > INDEPENDENT**2 * _vdot(at, at, n) else np.inf
             if t1 == np.inf and t2 == np.inf:
-                return x, -1, na
+                return -1, na
             step = min(t1, t2)
             _backward_into(L, resid, z)
             for i in range(n):
@@ -80,7 +145,7 @@ def dual_active_set(H, g, A, ub, rows, tol, active, count):
             up += step
             if t2 <= t1:
                 if na == n:  # more than n independent constraints: rounding; let another solver decide
-                    return x, -2, na
+                    return -2, na
                 Nt[na], active[na], u[na] = at, p, up
                 _extend(Q, R, na, proj, resid, np.sqrt(az))
                 na += 1
@@ -88,21 +153,22 @@ def dual_active_set(H, g, A, ub, rows, tol, active, count):
             _remove(Nt, active, u, drop, na)
             na -= 1
             if not _qr(Nt, na, Q, R, drop):
-                return x, -2, na
+                return -2, na
             s = -ub[p]
             w = _width(rows, n)
             for c in range(w * f, w * f + w):
                 s += A[p, c] * x[c]
-    return x, -2, na
+    return -2, na
 
 
 @kernel()
-def _warm_start(A, ub, rows, L, active, count, Nt, Q, R, gt, u, proj, rr, a, at, resid):
+def _warm_start(A, ub, rows, L, active, count, matrices, vectors):
     """The guessed active set made a valid start: each constraint in range and independent of those
-    kept before it, then the one with the most negative multiplier dropped until none is negative.
-    Multipliers of the minimiser over the set (N x = ub_N): u = −(RᵀR)⁻¹ (ub_N + Ñᵀ L⁻¹ g). Leaves
-    Q R = Ñ of the set; a, at and resid are scratch."""
-    n = len(gt)
+    kept before it, then :func:`_drop_negative`. Leaves Q R = Ñ of the set and its multipliers in
+    ``matrices`` and ``vectors`` (:func:`_iterate`'s layout; L⁻¹ g already in vectors[0])."""
+    n = L.shape[0]
+    Nt, Q, R = matrices[0], matrices[1], matrices[2]
+    proj, rr, a, at, resid = vectors[2], vectors[3], vectors[4], vectors[5], vectors[6]
     na = 0
     for j in range(min(count, n)):
         p = active[j]
@@ -115,6 +181,17 @@ def _warm_start(A, ub, rows, L, active, count, Nt, Q, R, gt, u, proj, rr, a, at,
             Nt[na], active[na] = at, p
             _extend(Q, R, na, proj, resid, norm)
             na += 1
+    return _drop_negative(ub, active, na, matrices, vectors)
+
+
+@kernel()
+def _drop_negative(ub, active, na, matrices, vectors):
+    """The multipliers of the minimiser over the set (N x = ub_N), u = −(RᵀR)⁻¹ (ub_N + Ñᵀ L⁻¹ g),
+    into vectors[1], the constraint with the most negative one dropped until none is negative;
+    returns the set's size."""
+    n = vectors.shape[1]
+    Nt, Q, R = matrices[0], matrices[1], matrices[2]
+    gt, u, proj = vectors[0], vectors[1], vectors[2]
     while na > 0:
         for j in range(na):   # rhs = −(ub_N + Ñᵀ gt); solve Rᵀ y = rhs, then R u = y
             acc = -(ub[active[j]] + _vdot(Nt[j], gt, n))

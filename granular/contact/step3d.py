@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 from granular.compiled import kernel
 
-from granular.contact.active_set import NATIVE_TOLERANCE, _backward_into, _forward_into, dual_active_set
+from granular.contact.active_set import (NATIVE_TOLERANCE, _backward_into, _forward_into, dual_active_set,
+                                        proximal_active_set)
 from granular.contact.law3d import (ARMIJO, BACKTRACK, INSIDE, ITERATIONS, NEWTON_STEPS, NEWTON_TOLERANCE, RIDGE,
                                     TOLERANCE, WORK_TOLERANCE)
 from granular.contact.reduction import cholesky
@@ -228,28 +229,10 @@ def _qp(B, H, v_free, A, ub, free, held, active, count):
     x, status, size = dual_active_set(P, g, Ablock, bound, rows, NATIVE_TOLERANCE * top, active, count)
     if status == -3:
         # P too near singular for the solver (more impulses than the dofs they move): proximal
-        # steps, min ½ cᵀ P c + gᵀ c + ½ ε |c − c_k|², each from the last one's active set, converge
-        # to the QP's solution; v⁺ settles within a few (its error shrinks by ε / (λ + ε) per step)
-        ridge = PROXIMAL * trace / n
-        for i in range(n):
-            P[i, i] += ridge
-        x = np.zeros(n)
-        size = count
-        settled = False
-        for _ in range(PROXIMAL_STEPS):
-            x_old = x.copy()
-            x, status, size = dual_active_set(P, g - ridge * x_old, Ablock, bound, rows, NATIVE_TOLERANCE * top,
-                                              active, size)
-            if status < 0:
-                break
-            # settled when the velocity does: the impulses' part that moves no dof is not unique
-            moved = BF @ (x - x_old)
-            after = base + BF @ x
-            if np.abs(moved).max() <= TOLERANCE * max(np.abs(after).max(), 1e-12):
-                settled = True
-                break
-        if status >= 0 and not settled:
-            status = -2  # not settled within PROXIMAL_STEPS: the reference solves the step
+        # steps converge to the QP's solution; v⁺ settles within a few (its error shrinks by
+        # ε / (λ + ε) per step)
+        x, status, size = proximal_active_set(P, g, Ablock, bound, rows, NATIVE_TOLERANCE * top, active, count,
+                                              PROXIMAL * trace / n, BF, base, TOLERANCE, PROXIMAL_STEPS)
     for k in range(F):
         out[idx[k]] = x[6 * k:6 * k + 6]
     return out, status >= 0, size if status >= 0 else 0
