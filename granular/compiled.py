@@ -64,6 +64,7 @@ MODULES = (
     "wrench/flow.py",
     "wrench/flow3d.py",
     "learning/linear.py",
+    "simulation/fused_control.py",
     "simulation/fused.py",
     "simulation/coupled3d.py",
 )

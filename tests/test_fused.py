@@ -184,6 +184,30 @@ def test_the_fused_step_equals_the_step_by_stages(name, steps, medium, law):
     assert np.any([x.active.any() for x in info_a]) and np.any([x.slipping.any() for x in info_a])
 
 
+@pytest.mark.parametrize("control", [{}, {"slip": None, "torque": 3.0}])
+def test_the_wheel_bed_steps_fused_as_by_stages(control):
+    """The test bed's carriage and motor servos (Carriage's fused form): the same run as by stages,
+    the servos' integrals (the controller's memory) included, across calls of one and of many steps
+    and a step by stages between them; slip set (the motor a rate servo) and torque set (ramped)."""
+    spec = scenarios.load("wheel-bed")
+    spec = spec.with_(solver="native", control={**spec.control, **control})
+    a, b = scenarios.build(spec), scenarios.build(spec)
+    assert a.fused_control() is not None, "the wheel steps fused"
+    a.advance(700)
+    a._stage_step()
+    for _ in range(100):
+        a.advance(1)
+    a.advance(1199)
+    for _ in range(2000):
+        b._stage_step()
+    assert a.steps == b.steps == 2000
+    np.testing.assert_allclose(a.state.q, b.state.q, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(a.state.v, b.state.v, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(a.memory, b.memory, rtol=0, atol=1e-12)
+    assert b.memory[0] != 0.0 and (b.memory[1] != 0.0) == (not control), "the servos' integrals moved"
+    assert a.info.active[0] and b.state.q[0] > 0.05, "the wheel rolls along the bed in contact"
+
+
 def test_many_steps_in_one_call_equal_one_call_per_step():
     a = scenarios.build(scenarios.load("quad-trot").with_(solver="native"))
     b = scenarios.build(scenarios.load("quad-trot").with_(solver="native"))
@@ -215,11 +239,11 @@ def test_a_step_the_native_solver_cannot_take_is_stepped_by_stages(monkeypatch):
     sim = scenarios.build(scenarios.load("quad-trot").with_(solver="native"))
     real, calls = fused.advance, []
 
-    def stops_once(model, arrays, controls, states, warms, steps):
+    def stops_once(model, arrays, controls, states, warms, steps, memories=None):
         calls.append(steps)
         if len(calls) > 1:
-            return real(model, arrays, controls, states, warms, steps)
-        t, q, v, info, _ = real(model, arrays, controls, states, warms, 250)
+            return real(model, arrays, controls, states, warms, steps, memories)
+        t, q, v, info, _ = real(model, arrays, controls, states, warms, 250, memories)
         return t, q, v, info, np.array([250])
 
     monkeypatch.setattr(fused, "advance", stops_once)

@@ -61,7 +61,8 @@ from granular.scenarios import scenario as scenarios
 from granular.scenarios.control import JointPD
 from granular.scenarios.robots import JOINTS, LIMBS
 from granular.simulation import fused
-from granular.simulation.fused import CONSTANT, JointControl, depth_arrays, foot_depths
+from granular.simulation.fused import depth_arrays, foot_depths
+from granular.simulation.fused_control import CONSTANT, JointControl
 from granular.simulation.simulation import Simulation, advance_together
 from granular.simulation.step import State
 

@@ -14,7 +14,8 @@ import numpy as np
 
 from granular.errors import GranularError
 from granular.scenarios.robots import LIMB_INDEX, LIMBS
-from granular.simulation.fused import CONSTANT, KEYFRAMES, TROT, JointControl
+from granular.simulation.fused_control import (CONSTANT, DOF, DT, INERTIA, INTEGRAL, KEYFRAMES, LIMIT, RAMP, SERVOS,
+                                                TARGET, TORQUE, TROT, JointControl)
 
 
 @dataclass(frozen=True)
@@ -243,14 +244,11 @@ class Trot:
         return self.robot.pose(self.legs(t), pitch)
 
 
-#: The wheel servos' gains, per unit of mass or inertia: proportional 0.5 / dt (half the explicit
-#: step's stability limit, settling in a few steps) and integral INTEGRAL times that (the slow pole
-#: at INTEGRAL rad/s), so that a steady load leaves no steady error.
-INTEGRAL = 10.0
-
-
 def _pi(error, integral, dt, inertia, limit=np.inf):
-    """A servo's generalized force and its next integral (held where the force saturates)."""
+    """A servo's generalized force and its next integral (held where the force saturates): gains
+    per unit of mass or inertia, proportional 0.5 / dt (half the explicit step's stability limit,
+    settling in a few steps) and integral INTEGRAL times that. The fused step's
+    :func:`~granular.simulation.fused_control.servo_forces` computes the same."""
     gain = 0.5 / dt
     force = inertia * gain * (error + INTEGRAL * (integral + error * dt))
     if abs(force) <= limit:
@@ -276,6 +274,24 @@ class Carriage:
 
     def initial_memory(self):
         return (0.0, 0.0)
+
+    def joint_control(self) -> JointControl:
+        """This controller as plain data for the fused step: two servos, the carriage's on x and
+        the motor's on the wheel's angle (its rate, or its torque ramped over TORQUE_RAMP)."""
+        return self._joint_control
+
+    @cached_property
+    def _joint_control(self):
+        servos = np.zeros((2, 7))
+        servos[:, DT] = self.dt
+        servos[:, LIMIT] = np.inf
+        servos[0, [TARGET, INERTIA]] = self.speed, self.mass
+        servos[1, DOF] = 2  # the wheel's angle
+        if self.torque is not None:
+            servos[1, [TARGET, RAMP, TORQUE]] = -self.torque, TORQUE_RAMP, 1.0
+        else:
+            servos[1, [TARGET, INERTIA]] = -self.speed / ((1.0 - self.slip) * self.radius), self.inertia
+        return JointControl(SERVOS, np.zeros((5, 0)), np.zeros(0), servos=servos)
 
     def __call__(self, t, q, v, memory):
         fx, ix = _pi(self.speed - v[0], memory[0], self.dt, self.mass)

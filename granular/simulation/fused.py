@@ -6,16 +6,14 @@ between them (a quadruped step: ~150 µs, of which the numerics are about a thir
 kernels are called from one kernel, :func:`fused_steps`, that steps a batch of robots ``steps``
 times each, so a call costs its numerics plus one crossing from Python, however many robots and
 steps it takes (a single robot is a batch of one). It computes what ``step`` computes, to rounding, for
-a model with fixed normals, an RBF model of W(θ) and a controller of the :class:`JointControl`
-kind, with :class:`~granular.contact.solvers.NativeSolver` as the QP solver (``tests/test_fused.py``
+a model with fixed normals, an RBF model of W(θ) and a controller of the
+:class:`~granular.simulation.fused_control.JointControl` kind, with :class:`~granular.contact.solvers.NativeSolver` as the QP solver (``tests/test_fused.py``
 compares the two), under the maximum-dissipation law or the data-flow law (the sticking feet's
 QP, where some feet stick while others follow the data, solved by the same native solver).
 :func:`plan` says whether a model qualifies; the :class:`~granular.simulation.simulation.Simulation` loop takes this path where it
 does and the solver is ``native``, and the per-stage path otherwise.
 """
 from __future__ import annotations
-
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -29,45 +27,8 @@ from granular.contact.reduction import (TREE_MIN_DOFS, leaves_first_cholesky, le
                                         reduce_small, strictly_convex)
 from granular.dynamics.multibody import _dynamics, _frames
 from granular.learning.linear import support_of_mirror_average
+from granular.simulation.fused_control import CONSTANT, control_forces
 from granular.wrench.flow import TAILS
-
-#: JointControl kinds: targets held constant, a trot, keyframes of ankle positions.
-CONSTANT, TROT, KEYFRAMES = 0, 1, 2
-
-
-@dataclass(frozen=True)
-class JointControl:
-    """A joint PD towards targets that compiled code can compute: the plain-data form of
-    :class:`~granular.scenarios.control.JointPD` (a controller offers it as ``joint_control()``).
-
-    ``limits`` (5, nj): joint lower and upper limits, kp, kd and torque limits. ``kind``:
-    CONSTANT holds ``goal`` (nj,); TROT is :class:`~granular.scenarios.control.Trot` with
-    ``trot`` = (period, step, lift, z, start); KEYFRAMES interpolates ankle positions ``xz``
-    (T, 8: x, z per limb) over ``times`` (T,) for the limbs in ``limbs`` (4,: 1 given, 0 not).
-    Both gaits turn ankle positions into joints as ``Quadruped.pose`` does, with ``geometry`` =
-    (thigh, shank, hip_x), ``sides`` (4,) and ``columns`` (4, 3), each limb's joints in q[3:].
-    ``effort``: called with Σ over the steps of mean (torque / limit)², or None."""
-
-    kind: int
-    limits: np.ndarray
-    goal: np.ndarray
-    trot: np.ndarray = field(default_factory=lambda: np.zeros(5))
-    times: np.ndarray = field(default_factory=lambda: np.zeros(1))
-    xz: np.ndarray = field(default_factory=lambda: np.zeros((1, 8)))
-    limbs: np.ndarray = field(default_factory=lambda: np.zeros(4, dtype=np.int64))
-    geometry: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    sides: np.ndarray = field(default_factory=lambda: np.zeros(4))
-    columns: np.ndarray = field(default_factory=lambda: np.zeros((4, 3), dtype=np.int64))
-    effort: object = None
-
-    def __post_init__(self):
-        f8 = lambda a: np.ascontiguousarray(a, dtype=np.float64)  # noqa: E731
-        i8 = lambda a: np.ascontiguousarray(a, dtype=np.int64)  # noqa: E731
-        # as fused_steps declares them, converted once
-        object.__setattr__(self, "arrays", (int(self.kind), f8(self.limits), f8(self.goal), f8(self.trot),
-                                            f8(self.times), f8(self.xz), i8(self.limbs), f8(self.geometry),
-                                            f8(self.sides), i8(self.columns)))
-
 
 def plan(model, solver) -> tuple | None:
     """The model's arrays for :func:`fused_steps`, or None where the step must run stage by stage
@@ -136,10 +97,11 @@ def foot_depths(q, parent, joint, offset, chain, bodies, points, axis, roll, r_o
     return out
 
 
-def advance(model, arrays, controls, states, warms, steps: int):
+def advance(model, arrays, controls, states, warms, steps: int, memories=None):
     """Step each of ``states`` (robots of one model; robot r under ``controls[r]``, its QP warm
     started from ``warms[r]``, :func:`workspace`) ``steps`` times in one call. All controls share
     one kind; only a CONSTANT one's goal may differ from robot to robot (:func:`batchable`).
+    ``memories`` (R, S): the servos' integrals (``JointControl.memory_array``), advanced in place.
     Returns arrays over the robots: t (R,), q, v (R, n), the last step's StepInfo fields (θ,
     active, wrench, slipping, p_center, fallback (non-zero: fell back); R rows each) and the steps done (R,); fewer than
     ``steps`` are done only where the QP solver failed at the next one, which the caller then
@@ -154,10 +116,12 @@ def advance(model, arrays, controls, states, warms, steps: int):
         t = np.array([s.t for s in states], dtype=np.float64)
     c = controls[0].arrays
     goals = c[2][None] if R == 1 else np.array([ctl.arrays[2] for ctl in controls])
+    if memories is None:
+        memories = np.zeros((R, 0))
     theta, wrench, p_center = np.empty((R, N, 2)), np.empty((R, N, 3)), np.empty((R, N, 2))
     flags, done, effort = np.empty((R, N, 2), np.bool_), np.empty(R, np.int64), np.empty(R)
     fallback = np.zeros(R, np.int64)
-    clamped = unchecked(fused_steps)(q, v, t, steps, float(model.dt), *arrays, c[0], c[1], goals, *c[3:],
+    clamped = unchecked(fused_steps)(q, v, t, memories, steps, float(model.dt), *arrays, c[0], c[1], goals, *c[3:],
                                      theta, wrench, flags, p_center, warms, done, effort, fallback)
     if clamped:
         model.wrenches.warn_clamped()
@@ -181,28 +145,29 @@ def workspace(model, robots: int = 1) -> np.ndarray:
     return np.zeros((robots, 3 * len(model.contacts) + 1), dtype=np.int64)
 
 
-_TYPES = ("f8[:, ::1], f8[:, ::1], f8[::1], i8, f8",                                          # states, steps, dt
+_TYPES = ("f8[:, ::1], f8[:, ::1], f8[::1], f8[:, ::1], i8, f8",                              # states, steps, dt
           "i8[::1], f8[:, ::1], f8[::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1], f8, i8[::1], i8[::1]",  # bodies
           "i8[::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1], f8[::1], f8[::1]",                 # feet
           "f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[::1]",                                # terrain
           "f8[:, ::1], f8[::1], i8[::1], f8[:, ::1], f8[::1], i8, i8, f8[:, ::1], f8[::1], i8[::1], i8, i8, f8[:, ::1]",  # W(θ)
           "i8, f8, f8[:, ::1], f8[:, ::1], f8[::1], i8",                                          # data-flow
-          "i8, f8[:, ::1], f8[:, ::1], f8[::1], f8[::1], f8[:, ::1], i8[::1], f8[::1], f8[::1], i8[:, ::1]",  # control
+          "i8, f8[:, ::1], f8[:, ::1], f8[::1], f8[::1], f8[:, ::1], i8[::1], f8[::1], f8[::1], i8[:, ::1], "
+          "f8[:, ::1]",                                                                           # control
           "f8[:, :, ::1], f8[:, :, ::1], b1[:, :, ::1], f8[:, :, ::1], i8[:, ::1], i8[::1], f8[::1], i8[::1]")  # out
 
 
 @kernel(*_TYPES)
-def fused_steps(q, v, t, steps, dt,
+def fused_steps(q, v, t, memory, steps, dt,
                 parent, joint, offset, chain, com, mass, inertia, gravity, dofs, starts,
                 bodies, points, axis, roll, r_offset, radius, grain_mass,
                 ta, tt, tn, tlo, thi,
                 A_fixed, stacks, offsets, bounds, x_scale, phi_active, per_depth, centers, c2, spans, rbf, degree, coef,
                 flow, phi_max, Kinv, U, flow_geometry, tail,
-                kind, limits, goals, trot, times, xz, limbs, geometry, sides, columns,
+                kind, limits, goals, trot, times, xz, limbs, geometry, sides, columns, servos,
                 theta_out, wrench_out, flags_out, pc_out, warms, done, effort, fallback):
     """``steps`` steps of :func:`~granular.simulation.step.step` for each robot r (rows of q, v, t,
-    goals, warms and the outputs), with the controller :class:`JointControl` describes; q, v and t
-    are advanced in place and the last step's per-foot θ, wrench (F_r, N, N·m), (active, slipping)
+    memory, goals, warms and the outputs), with the controller ``JointControl`` describes; q, v, t
+    and the controller's memory are advanced in place and the last step's per-foot θ, wrench (F_r, N, N·m), (active, slipping)
     and p_center written to the ``_out`` arrays and to ``fallback`` whether data-flow kept
     max-dissipation's impulses; ``warms`` carries each robot's QP active set from step to step and
     call to call; ``done`` gets the steps each robot took, ``effort`` its controller's. Returns
@@ -211,24 +176,24 @@ def fused_steps(q, v, t, steps, dt,
     clamped = False
     for r in range(q.shape[0]):
         done[r], outside, effort[r], t[r], fallback[r] = _steps(
-            q[r], v[r], t[r], steps, dt, parent, joint, offset, chain, com, mass, inertia, gravity, dofs, starts,
+            q[r], v[r], t[r], memory[r], steps, dt, parent, joint, offset, chain, com, mass, inertia, gravity, dofs, starts,
             bodies, points, axis, roll, r_offset, radius, grain_mass, ta, tt, tn, tlo, thi,
             A_fixed, stacks, offsets, bounds, x_scale, phi_active, per_depth, centers, c2, spans, rbf, degree, coef,
             flow, phi_max, Kinv, U, flow_geometry, tail,
-            kind, limits, goals[r], trot, times, xz, limbs, geometry, sides, columns,
+            kind, limits, goals[r], trot, times, xz, limbs, geometry, sides, columns, servos,
             theta_out[r], wrench_out[r], flags_out[r], pc_out[r], warms[r])
         clamped = clamped or outside
     return clamped
 
 
 @kernel()
-def _steps(q, v, t, steps, dt,
+def _steps(q, v, t, memory, steps, dt,
            parent, joint, offset, chain, com, mass, inertia, gravity, dofs, starts,
            bodies, points, axis, roll, r_offset, radius, grain_mass,
            ta, tt, tn, tlo, thi,
            A_fixed, stacks, offsets, bounds, x_scale, phi_active, per_depth, centers, c2, spans, rbf, degree, coef,
            flow, phi_max, Kinv, U, flow_geometry, tail,
-           kind, limits, goal, trot, times, xz, limbs, geometry, sides, columns,
+           kind, limits, goal, trot, times, xz, limbs, geometry, sides, columns, servos,
            theta_out, wrench_out, flags_out, pc_out, warm):
     """One robot's steps (:func:`fused_steps`): (steps done, clamped, the controller's effort, t,
     whether the last step's data-flow fell back)."""
@@ -238,6 +203,7 @@ def _steps(q, v, t, steps, dt,
         grains = grains or grain_mass[i] != 0.0
     clamped, effort, fell_back = False, 0.0, False
     u, impulse = np.zeros(n), np.empty(n)
+    pending = memory.copy()  # the controller's memory after this step: kept once the step is done
     unreported = np.zeros(0, np.bool_)  # the slipping test's stand-in where nothing needs it
     # the feet in contact's rows, sliced from buffers made once per call, not per step
     on_all, theta_all, Mg_all = np.empty(N, np.int64), np.empty((N, 2)), np.empty(3 * N)
@@ -246,7 +212,9 @@ def _steps(q, v, t, steps, dt,
     for a in range(N + 1):
         rows_all[a] = a * A_fixed.shape[0]
     for s in range(steps):
-        spent = _joint_pd(t, q, v, u, kind, limits, goal, trot, times, xz, limbs, geometry, sides, columns)
+        pending[:] = memory
+        spent = control_forces(t, q, v, u, pending, kind, limits, goal, trot, times, xz, limbs, geometry, sides,
+                               columns, servos)
         angle, origin = _frames(q, parent, joint, offset)
         theta, p_center, _, Jt, Jp = _detect(angle, origin, chain, bodies, points, axis, roll, r_offset, radius,
                                              ta, tt, tn, tlo, thi)
@@ -274,6 +242,7 @@ def _steps(q, v, t, steps, dt,
                 fell_back = False
             t += dt
             effort += spent
+            memory[:] = pending
             for i in range(n):
                 q[i] += dt * v[i]
             continue
@@ -302,6 +271,7 @@ def _steps(q, v, t, steps, dt,
             fell_back = step_fell_back
         t += dt
         effort += spent
+        memory[:] = pending
         for i in range(n):  # v⁺ = v_free + B c
             acc = v_free[i]
             for j in range(len(c)):
@@ -536,65 +506,3 @@ def _report(theta, p_center, on, c, slipping, dt, theta_out, wrench_out, flags_o
         flags_out[i, 1] = slipping[a]
         for r in range(3):
             wrench_out[i, r] = c[3 * a + r] / dt
-
-
-@kernel()
-def _joint_pd(t, q, v, u, kind, limits, goal, trot, times, xz, limbs, geometry, sides, columns):
-    """u ← the joint PD's generalized forces (JointPD.__call__); returns mean (torque / limit)²."""
-    nj = len(q) - 3
-    target = goal if kind == CONSTANT else _gait_targets(t, q[2], kind, nj, trot, times, xz, limbs,
-                                                                geometry, sides, columns)
-    effort = 0.0
-    for j in range(nj):
-        aim = min(max(target[j], limits[0, j]), limits[1, j])
-        torque = limits[2, j] * (aim - q[3 + j]) - limits[3, j] * v[3 + j]
-        u[3 + j] = min(max(torque, -limits[4, j]), limits[4, j])
-        effort += (u[3 + j] / limits[4, j]) ** 2
-    return effort / nj if nj else 0.0
-
-
-@kernel()
-def _gait_targets(t, pitch, kind, nj, trot, times, xz, limbs, geometry, sides, columns):
-    """Joint targets of a trot (Trot.legs) or of keyframes (Keyframes.__call__), posed as
-    Quadruped.pose poses them."""
-    legs = np.zeros((4, 2))
-    given = limbs.copy()
-    if kind == TROT:
-        period, stride, lift, z, start = trot[0], trot[1], trot[2], trot[3], trot[4]
-        for i in range(4):
-            given[i] = 1
-            if t < start:
-                legs[i, 0], legs[i, 1] = 0.0, z
-                continue
-            shift = 0.0 if i == 0 or i == 3 else 0.5   # Trot.PAIRS over LIMBS' order
-            phase = ((t - start) / period + shift) % 1.0
-            if phase < 0.5:
-                s = phase / 0.5
-                legs[i, 0], legs[i, 1] = stride * (s - 0.5), z + lift * np.sin(np.pi * s)
-            else:
-                s = (phase - 0.5) / 0.5
-                legs[i, 0], legs[i, 1] = stride * (0.5 - s), z
-    else:
-        for i in range(4):
-            legs[i, 0] = np.interp(t, times, xz[:, 2 * i])
-            legs[i, 1] = np.interp(t, times, xz[:, 2 * i + 1])
-    return _pose(legs, given, pitch, nj, geometry, sides, columns)
-
-
-@kernel()
-def _pose(legs, given, pitch, nj, geometry, sides, columns):
-    """Quadruped.pose and leg_angles: joint angles that put each given limb's ankle at legs[i]."""
-    L1, L2, hip_x = geometry[0], geometry[1], geometry[2]
-    c, s = np.cos(pitch), np.sin(pitch)
-    out = np.zeros(nj)
-    for i in range(4):
-        if not given[i]:
-            continue
-        side = sides[i]
-        x, z = legs[i, 0], legs[i, 1] + side * hip_x * s
-        x, z = c * x + s * z, -s * x + c * z
-        cos_knee = min(max((x * x + z * z - L1 * L1 - L2 * L2) / (2 * L1 * L2), -1.0), 1.0)
-        knee = -side * np.arccos(cos_knee)
-        hip = np.arctan2(x, -z) - np.arctan2(L2 * np.sin(knee), L1 + L2 * np.cos(knee))
-        out[columns[i, 0]], out[columns[i, 1]], out[columns[i, 2]] = hip, knee, -(hip + knee) - pitch
-    return out

@@ -31,6 +31,7 @@ servos are stiff; integrated explicitly (Euler) they, not the medium, limit the 
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -40,6 +41,7 @@ from granular.errors import GranularError
 from granular.frames3d import foot_axis
 from granular.simulation.coupled3d import CAPSULE, CYLINDER, SPHERE, _ground, coupled, foot_frames, free_motion
 
+log = logging.getLogger(__name__)
 SHAPES = {"cylinder": CYLINDER, "capsule": CAPSULE, "sphere": SPHERE}  # the foot shapes taken
 
 
@@ -89,6 +91,11 @@ def attach(mj_model, names, wrench_model, law=law3d.DEFAULT_LAW, where="scenario
         raise GranularError(f"{where}: contact law {law!r} is not one of the 3D laws ({', '.join(law3d.LAWS)})")
     if getattr(wrench_model.dataset, "dim", 3) != 6:
         raise GranularError(f"{where}: the medium is planar; MuJoCo feet need a 3D medium (e.g. sand3d)")
+    if not len(names):
+        raise GranularError(f"{where}: no feet: name the geoms in the medium (granular.feet = [\"foot_fl\", …])")
+    twice = sorted({name for name in names if list(names).count(name) > 1})
+    if twice:
+        raise GranularError(f"{where}: foot geom {', '.join(map(repr, twice))} named more than once in granular.feet")
     ids, half = [], []
     for name in names:
         gid = mujoco.mj_name2id(mj_model, mujoco.mjtObj.mjOBJ_GEOM, name)
@@ -106,8 +113,25 @@ def attach(mj_model, names, wrench_model, law=law3d.DEFAULT_LAW, where="scenario
                      SHAPES["capsule"]: float(mj_model.geom_size[gid, 1]) + radius, SHAPES["sphere"]: radius}[shape])
         mj_model.geom_contype[gid] = 0
         mj_model.geom_conaffinity[gid] = 0
+    _warn_unlike(mj_model, names, ids, wrench_model.dataset.foot, where)
     return GranularFeet(np.array(ids, dtype=np.int64), tuple(names), np.array(half), mj_model.geom_size[ids, 0].copy(),
                         mj_model.geom_type[ids].astype(np.int64), wrench_model, law, actuation(mj_model))
+
+
+#: A foot whose radius differs from the data's foot's by more than this share is warned about.
+LIKE = 0.1
+
+
+def _warn_unlike(mj_model, names, ids, foot, where):
+    """One warning for the feet whose radius is not the data's foot's: W(θ) is learned for that
+    foot (a cylinder of the data's radius), and another foot gets its wrenches unscaled."""
+    unlike = [f"{name} {mj_model.geom_size[gid, 0] * 100:.3g} cm" for name, gid in zip(names, ids)
+              if abs(mj_model.geom_size[gid, 0] - foot.radius) > LIKE * foot.radius]
+    if unlike:
+        log.warning(
+            "%s: the medium's data are for a foot of radius %.3g cm; feet of another radius (%s) get that "
+            "foot's wrenches, unscaled (for your feet: granular synth --source rft3d --foot-radius …, then "
+            "granular train)", where, foot.radius * 100, ", ".join(unlike))
 
 
 @dataclass

@@ -95,22 +95,33 @@ def advance_together(sims, controls, n: int):
     first = sims[0]
     arrays, _ = first._fused[1]
     warms = np.concatenate([s._fused[1][1] for s in sims]) if len(sims) > 1 else first._fused[1][1]
-    t, q, v, info, done = fused.advance(first.model, arrays, controls, [s.state for s in sims], warms, n)
+    memories = _memories(sims, controls)
+    t, q, v, info, done = fused.advance(first.model, arrays, controls, [s.state for s in sims], warms, n, memories)
     for k, sim in enumerate(sims):
         if len(sims) > 1:
             sim._fused[1][1][0] = warms[k]
-        done_k = _adopt(sim, k, t, q, v, info, done, n)
+        done_k = _adopt(sim, k, t, q, v, info, done, n, memories)
         if done_k < n:
             _finish_alone(sim, controls[k], n - done_k)
 
 
-def _adopt(sim, k, t, q, v, info, done, n: int) -> int:
-    """Take robot k's state from :func:`.fused.advance`'s arrays, and its StepInfo where it did all
-    ``n`` steps (else its fields are not the last step's); returns the steps it did."""
+def _memories(sims, controls):
+    """The controllers' memories as the fused step carries them (R, S): None where they have none."""
+    if not len(controls[0].servos):
+        return None
+    return np.array([c.memory_array(s.memory) for s, c in zip(sims, controls)])
+
+
+def _adopt(sim, k, t, q, v, info, done, n: int, memories=None) -> int:
+    """Take robot k's state (and its controller's memory) from :func:`.fused.advance`'s arrays, and
+    its StepInfo where it did all ``n`` steps (else its fields are not the last step's); returns the
+    steps it did."""
     done_k = int(done[k])
     if done_k:
         sim.state = State(float(t[k]), q[k], v[k], sim.state.holder)
         sim.steps += done_k
+        if memories is not None:  # a servo's integrals, as its own __call__ returns them
+            sim.memory = tuple(float(x) for x in memories[k])
     if done_k == n:
         theta, active, wrench, slipping, p_center, fell_back = info
         sim.info = StepInfo(theta[k], active[k], wrench[k], slipping[k], p_center[k], bool(fell_back[k]))
@@ -125,9 +136,10 @@ def _finish_alone(sim, control, left: int):
         sim._stage_step()
         left -= 1
         if left:
+            memories = _memories([sim], [control])
             t, q, v, info, done = fused.advance(sim.model, sim._fused[1][0], [control], [sim.state],
-                                                sim._fused[1][1], left)
-            left -= _adopt(sim, 0, t, q, v, info, done, left)
+                                                sim._fused[1][1], left, memories)
+            left -= _adopt(sim, 0, t, q, v, info, done, left, memories)
 
 
 @dataclass
