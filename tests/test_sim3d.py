@@ -33,13 +33,14 @@ LEG = """
       <body name="leg{i}" pos="{x} {y} 0">
         <joint name="hip{i}" type="hinge" axis="0 1 0" range="-1 1" damping="1"/>
         <geom type="capsule" fromto="0 0 0 0 0 -0.3" size="0.02" mass="0.5"/>
-        <geom name="foot{i}" type="sphere" pos="0 0 -0.33" size="0.04" mass="0.3"/>
+        <geom name="foot{i}" type="sphere" pos="0 0 -0.33" size="{radius}" mass="0.3"/>
       </body>"""
 
 
-def stranger(tmp_path, feet=("foot0", "foot1", "foot2", "foot3"), medium="sand3d", duration=1.5, xml=None):
+def stranger(tmp_path, feet=("foot0", "foot1", "foot2", "foot3"), medium="sand3d", duration=1.5, xml=None,
+             radius=0.05, targets=(0.0, 0.0, 0.0, 0.0), control="pd"):
     corners = [(0.2, 0.1), (0.2, -0.1), (-0.2, 0.1), (-0.2, -0.1)]
-    legs = "".join(LEG.format(i=i, x=x, y=y) for i, (x, y) in enumerate(corners))
+    legs = "".join(LEG.format(i=i, x=x, y=y, radius=radius) for i, (x, y) in enumerate(corners))
     actuators = "".join(f'<position joint="hip{i}" kp="200"/>' for i in range(4))
     (tmp_path / "robot.xml").write_text(xml if xml is not None else QUAD.format(legs=legs, actuators=actuators))
     scenario = tmp_path / "stranger.toml"
@@ -51,8 +52,8 @@ def stranger(tmp_path, feet=("foot0", "foot1", "foot2", "foot3"), medium="sand3d
         medium = "{medium}"
         feet = {json.dumps(list(feet))}
         [control]
-        kind = "pd"
-        targets = [0.0, 0.0, 0.0, 0.0]
+        kind = "{control}"
+        targets = {json.dumps(list(targets))}
         """))
     return scenario
 
@@ -132,12 +133,40 @@ def test_bad_urdf_robots_are_one_clear_line(tmp_path, robot, message):
     ({"feet": ("foot0", "paw")}, "foot geom 'paw' is not in the model"),
     ({"feet": ("ground",)}, "foot geom 'ground' is a plane"),
     ({"medium": "sand"}, "'sand' is a planar medium"),
+    ({"feet": ()}, "no feet"),
+    ({"feet": ("foot0", "foot1", "foot0", "foot3")}, "foot geom 'foot0' named more than once"),
+    ({"control": "trot"}, "control kind trot is the shipped RoboSimian's gait"),
+    ({"control": "walk"}, "control.kind: invalid enum value 'walk'; choose none, pd, trot, hold, tripod"),
 ])
 def test_bad_robots_and_media_are_one_clear_line(tmp_path, change, message):
     run = subprocess.run([sys.executable, "-m", "granular", "sim", str(stranger(tmp_path, **change))],
                          capture_output=True, text=True)
     assert run.returncode != 0 and message in run.stderr, run.stderr
     assert "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()) == 1
+
+
+def test_a_misspelt_model_key_is_named(tmp_path):
+    scenario = stranger(tmp_path)
+    scenario.write_text(scenario.read_text().replace("mjcf =", "mcjf ="))
+    run = subprocess.run([sys.executable, "-m", "granular", "sim", str(scenario)], capture_output=True, text=True)
+    assert run.returncode == 2 and "robot: object contains unknown field `mcjf`" in run.stderr, run.stderr
+
+
+def test_feet_unlike_the_datas_and_targets_at_a_joint_limit_are_warned_about(tmp_path):
+    """A 4 cm foot on a medium learned for a 5 cm one gets that foot's wrenches: said, naming the
+    feet; a hip held at its limit (MuJoCo's limit acts after the medium): said, naming the joint.
+    Both still run (exit 0, one warning line each)."""
+    run = subprocess.run([sys.executable, "-m", "granular", "sim", "-v",
+                          str(stranger(tmp_path, radius=0.04, targets=(0.0, 1.0, 0.0, 0.0), duration=0.02))],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    warnings = [line for line in run.stderr.splitlines() if "warning" in line]
+    assert len(warnings) == 2, run.stderr
+    assert "data are for a foot of radius 5 cm" in warnings[0] and "foot0 4 cm" in warnings[0]
+    assert "control.targets[1] = 1 (hip1: -1 to 1): at or past the joint's limit" in warnings[1]
+    quiet = subprocess.run([sys.executable, "-m", "granular", "sim", str(stranger(tmp_path, duration=0.02))],
+                           capture_output=True, text=True)
+    assert quiet.returncode == 0 and "warning" not in quiet.stderr, quiet.stderr
 
 
 def test_a_3d_scenario_refuses_the_planar_only_options(tmp_path):

@@ -66,7 +66,8 @@ class _Parser(argparse.ArgumentParser):
         self._negative_number_matcher = _NEGATIVE
 
     def error(self, message):
-        self.exit(2, f"granular: error: {self.prog}: {message} (see {self.prog} --help)\n")
+        where = "" if self.prog == "granular" else f"{self.prog}: "
+        self.exit(2, f"granular: error: {where}{message} (see {self.prog} --help)\n")
 
 
 def build_parser():
@@ -75,6 +76,8 @@ def build_parser():
     sub = p.add_subparsers(dest="command", required=True)
     for command in COMMANDS:
         command.add(sub)
+    for parser in sub.choices.values():  # -v after the command too (only when given: the first one stands)
+        parser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log debugging detail")
     return p
 
 

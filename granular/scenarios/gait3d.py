@@ -77,6 +77,11 @@ def quadruped(path, control, mj_model) -> Quadruped:
     from granular.foot import Foot
     from granular.scenarios.robots import JOINTS, LIMBS, load_quadruped
 
+    if not (path.parent / control.spec).is_file():
+        raise GranularError(f"{path}: control kind {control.kind} is the shipped RoboSimian's gait: its legs' inverse "
+                            f"kinematics need its planar spec (control.spec = {control.spec!r}, not found beside "
+                            f"the scenario); for another robot use kind = \"pd\" (targets held) or your own "
+                            f"controller (docs/3d.md)")
     if mj_model.nu != 12:
         raise GranularError(f"{path}: control kind {control.kind} needs 12 actuators (4 limbs × hip, knee, "
                             f"ankle); the model has {mj_model.nu}")

@@ -22,6 +22,7 @@ and the system's energy (MuJoCo's kinetic + gravitational potential) after each 
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -33,6 +34,8 @@ from granular.io.schema import Finite, Positive, Schema, load as load_schema
 
 from granular.contact.law3d import LAWS  # the scenario file's choices of law
 from granular.scenarios import gait3d, robot3d
+
+log = logging.getLogger(__name__)
 
 
 class RobotSection(Schema):
@@ -70,8 +73,12 @@ class InitialSection(Schema):
     velocity: Finite = 0.0
 
 
+#: The 3D control kinds: none; pd (the actuators' targets held); the shipped robots' gaits.
+CONTROLS = ("none", "pd", "trot", "hold", "tripod")
+
+
 class ControlSection(Schema):
-    kind: Literal["none", "pd", "trot", "hold", "tripod"] = "none"
+    kind: Literal[CONTROLS] = "none"
     targets: tuple[Finite, ...] = ()
     # trot: the planar RoboSimian's gait (granular.scenarios.control.Trot) on a robot whose 12
     # position actuators are its limbs' hip, knee and ankle (FL, FR, RL, RR = front_1, front_2,
@@ -102,12 +109,15 @@ class Scenario3DFile(Schema):
 
 
 def is_3d(path) -> bool:
-    """Whether a scenario file names a MuJoCo model (its [robot] has ``mjcf`` or ``urdf``, or their options)."""
+    """Whether a scenario file names a MuJoCo model (its [robot] has ``mjcf`` or ``urdf``, or their
+    options, or it has a [granular] section)."""
     import tomllib
 
     try:
-        robot = tomllib.loads(Path(path).read_text()).get("robot", {})
-        return bool(set(RobotSection.__struct_fields__) & set(robot))
+        data = tomllib.loads(Path(path).read_text())
+        robot = data.get("robot", {})
+        # a [granular] section is 3D's alone: a misspelt mjcf is then named as 3D's unknown key
+        return bool(set(RobotSection.__struct_fields__) & set(robot)) or "granular" in data
     except (OSError, ValueError, AttributeError):
         return False
 
@@ -127,7 +137,26 @@ class World:
 
 
 def load(path) -> Scenario3DFile:
-    return load_schema(path, Scenario3DFile, "3D scenario", {"granular.law": LAWS})
+    return load_schema(path, Scenario3DFile, "3D scenario",
+                       {"granular.law": LAWS, "control.kind": CONTROLS, "terrain.kind": ("flat", "slope", "profile")})
+
+
+def _warn_limits(path, mj_model, targets):
+    """One warning for held targets at or past their joint's limits: MuJoCo's limit then acts after
+    the medium's impulse, which the contact law did not see, and that impulse can do work at the
+    velocity MuJoCo integrates (the summary's ``medium_gave_J``)."""
+    import mujoco
+
+    at = []
+    for a, target in enumerate(targets):
+        joint = mj_model.actuator_trnid[a, 0]
+        if (mj_model.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_JOINT and mj_model.jnt_limited[joint]
+                and not mj_model.jnt_range[joint, 0] < target < mj_model.jnt_range[joint, 1]):
+            lo, hi = mj_model.jnt_range[joint]
+            at.append(f"targets[{a}] = {target:g} ({mj_model.joint(joint).name or joint}: {lo:g} to {hi:g})")
+    if at:
+        log.warning("%s: control.%s: at or past the joint's limit; MuJoCo's limit then acts after the medium's "
+                    "impulse, which the contact law does not see (the medium may give energy back)", path, "; ".join(at))
 
 
 def build(path, medium: str | None = None, law: str | None = None, duration: float | None = None,
@@ -167,6 +196,7 @@ def build(path, medium: str | None = None, law: str | None = None, duration: flo
     data = mujoco.MjData(mj_model)
     if spec.control.kind == "pd":
         data.ctrl[:] = spec.control.targets
+        _warn_limits(path, mj_model, spec.control.targets)
     if gait is not None:  # standing in the gait's first pose, its joints at their targets
         data.ctrl[:] = gait.at(0.0)
         data.qpos[mj_model.jnt_qposadr[mj_model.actuator_trnid[:, 0]]] = data.ctrl

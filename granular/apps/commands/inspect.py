@@ -199,7 +199,8 @@ def _inspect_model(args, model):
         summary = {"kind": "model", "wrench_space": model.dataset.kind, "regressor": model.regressor, "target": model.target,
                    "medium": model.dataset.medium,
                    "source": model.dataset.source, "d_range_m": [model.d_min, 0.0],
-                   "phi_range_rad": [-model.phi_max, model.phi_max], "m_directions": model.m, **model.info}
+                   "phi_range_rad": [-model.phi_max, model.phi_max], "m_directions": model.m,
+                   "foot": model.dataset.foot.attrs(), **model.info}
         if args.plot:
             thetas = default_thetas(model)
             plots.wrench_spaces(model.points(thetas), [label(t) for t in thetas], args.plot,
