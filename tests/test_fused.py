@@ -208,6 +208,39 @@ def test_the_wheel_bed_steps_fused_as_by_stages(control):
     assert a.info.active[0] and b.state.q[0] > 0.05, "the wheel rolls along the bed in contact"
 
 
+@pytest.mark.parametrize("name", ["foot-track-straight", "foot-track-curved", "recorded"])
+def test_the_foot_tracking_steps_fused_as_by_stages(name):
+    """The paper's PID on a foot along a line, an arc (in pebbles) and a recorded path (as
+    `granular validate --sim` replays DEM paths): the fused run is the run by stages, the PID's
+    error integral (its memory) included, across calls of many steps and of one."""
+    from granular.scenarios.control import PIDTracker, Recorded
+
+    a, b = (scenarios.build(scenarios.load("foot-track-straight" if name == "recorded" else name)
+                            .with_(solver="native")) for _ in range(2))
+    if name == "recorded":
+        t = np.linspace(0.0, 2.0, 11)
+        path = Recorded(t, np.column_stack([-0.05 + 0.05 * t, 0.02 - 0.06 * t, 0.02 * t]),
+                        np.tile([0.05, -0.06, 0.02], (11, 1)))
+        for sim in (a, b):
+            c = sim.controller
+            sim.controller = PIDTracker(path, c.dt, c.kp, c.ki, c.kd, c.weight, c.ndof)
+            sim.memory = sim.controller.initial_memory()
+    assert a.fused_control() is not None, "the tracker steps fused"
+    a.advance(1200)
+    for _ in range(50):
+        a.advance(1)
+    a.advance(1250)
+    in_medium = 0
+    for _ in range(2500):
+        b._stage_step()
+        in_medium += bool(b.info.active[0])
+    np.testing.assert_allclose(a.state.q, b.state.q, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(a.state.v, b.state.v, rtol=0, atol=1e-10)
+    assert isinstance(a.memory, np.ndarray) and np.abs(a.memory).max() > 0
+    np.testing.assert_allclose(a.memory, b.memory, rtol=0, atol=1e-12)
+    assert in_medium > 300, "the foot goes through the medium"
+
+
 def test_many_steps_in_one_call_equal_one_call_per_step():
     a = scenarios.build(scenarios.load("quad-trot").with_(solver="native"))
     b = scenarios.build(scenarios.load("quad-trot").with_(solver="native"))
@@ -225,7 +258,7 @@ def test_what_does_not_fuse_steps_by_stages(overrides):
 
 
 def test_a_controller_without_a_fused_form_steps_by_stages():
-    sim = scenarios.build(scenarios.load("foot-track-curved").with_(solver="native"))
+    sim = scenarios.build(scenarios.load("rover-climb").with_(solver="native"))
     assert sim.fused_control() is None
     sim.advance(10)
     assert sim.steps == 10

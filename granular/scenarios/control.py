@@ -14,8 +14,8 @@ import numpy as np
 
 from granular.errors import GranularError
 from granular.scenarios.robots import LIMB_INDEX, LIMBS
-from granular.simulation.fused_control import (CONSTANT, DOF, DT, INERTIA, INTEGRAL, KEYFRAMES, LIMIT, RAMP, SERVOS,
-                                                TARGET, TORQUE, TROT, JointControl)
+from granular.simulation.fused_control import (ARC, CONSTANT, DOF, DT, INERTIA, INTEGRAL, KEYFRAMES, LIMIT, LINE,
+                                                RAMP, RECORDED, SERVOS, TARGET, TORQUE, TRACK, TROT, JointControl)
 
 
 @dataclass(frozen=True)
@@ -88,6 +88,24 @@ class PIDTracker:
 
     def initial_memory(self):
         return np.zeros(3)
+
+    def joint_control(self) -> JointControl:
+        """This controller as plain data for the fused step (TRACK: gains, then the reference)."""
+        return self._joint_control
+
+    @cached_property
+    def _joint_control(self):
+        ref = self.path
+        if isinstance(ref, Recorded):
+            reference, times, table = [RECORDED, 0.0], ref.t, np.column_stack([ref.pose, ref.twist])
+        elif ref.kind == "line":
+            reference, times, table = [LINE, ref.duration, *ref.start, *ref.velocity, ref.angle], None, None
+        else:
+            reference, times, table = [ARC, ref.duration, *ref.center, ref.radius, ref.from_angle, ref.to_angle,
+                                       ref.angle], None, None
+        track = np.array([*self.kp, *self.ki, *self.kd, self.weight, self.dt, *reference], dtype=float)
+        shape = {} if times is None else {"times": np.asarray(times, dtype=float), "xz": table}
+        return JointControl(TRACK, np.zeros((5, 0)), np.zeros(0), track=track, **shape)
 
     def __call__(self, t, q, v, integral):
         ref, ref_v = self.path(t)

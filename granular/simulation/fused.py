@@ -152,7 +152,7 @@ _TYPES = ("f8[:, ::1], f8[:, ::1], f8[::1], f8[:, ::1], i8, f8",                
           "f8[:, ::1], f8[::1], i8[::1], f8[:, ::1], f8[::1], i8, i8, f8[:, ::1], f8[::1], i8[::1], i8, i8, f8[:, ::1]",  # W(θ)
           "i8, f8, f8[:, ::1], f8[:, ::1], f8[::1], i8",                                          # data-flow
           "i8, f8[:, ::1], f8[:, ::1], f8[::1], f8[::1], f8[:, ::1], i8[::1], f8[::1], f8[::1], i8[:, ::1], "
-          "f8[:, ::1]",                                                                           # control
+          "f8[:, ::1], f8[::1]",                                                                  # control
           "f8[:, :, ::1], f8[:, :, ::1], b1[:, :, ::1], f8[:, :, ::1], i8[:, ::1], i8[::1], f8[::1], i8[::1]")  # out
 
 
@@ -163,7 +163,7 @@ def fused_steps(q, v, t, memory, steps, dt,
                 ta, tt, tn, tlo, thi,
                 A_fixed, stacks, offsets, bounds, x_scale, phi_active, per_depth, centers, c2, spans, rbf, degree, coef,
                 flow, phi_max, Kinv, U, flow_geometry, tail,
-                kind, limits, goals, trot, times, xz, limbs, geometry, sides, columns, servos,
+                kind, limits, goals, trot, times, xz, limbs, geometry, sides, columns, servos, track,
                 theta_out, wrench_out, flags_out, pc_out, warms, done, effort, fallback):
     """``steps`` steps of :func:`~granular.simulation.step.step` for each robot r (rows of q, v, t,
     memory, goals, warms and the outputs), with the controller ``JointControl`` describes; q, v, t
@@ -180,7 +180,7 @@ def fused_steps(q, v, t, memory, steps, dt,
             bodies, points, axis, roll, r_offset, radius, grain_mass, ta, tt, tn, tlo, thi,
             A_fixed, stacks, offsets, bounds, x_scale, phi_active, per_depth, centers, c2, spans, rbf, degree, coef,
             flow, phi_max, Kinv, U, flow_geometry, tail,
-            kind, limits, goals[r], trot, times, xz, limbs, geometry, sides, columns, servos,
+            kind, limits, goals[r], trot, times, xz, limbs, geometry, sides, columns, servos, track,
             theta_out[r], wrench_out[r], flags_out[r], pc_out[r], warms[r])
         clamped = clamped or outside
     return clamped
@@ -193,7 +193,7 @@ def _steps(q, v, t, memory, steps, dt,
            ta, tt, tn, tlo, thi,
            A_fixed, stacks, offsets, bounds, x_scale, phi_active, per_depth, centers, c2, spans, rbf, degree, coef,
            flow, phi_max, Kinv, U, flow_geometry, tail,
-           kind, limits, goal, trot, times, xz, limbs, geometry, sides, columns, servos,
+           kind, limits, goal, trot, times, xz, limbs, geometry, sides, columns, servos, track,
            theta_out, wrench_out, flags_out, pc_out, warm):
     """One robot's steps (:func:`fused_steps`): (steps done, clamped, the controller's effort, t,
     whether the last step's data-flow fell back)."""
@@ -214,7 +214,7 @@ def _steps(q, v, t, memory, steps, dt,
     for s in range(steps):
         pending[:] = memory
         spent = control_forces(t, q, v, u, pending, kind, limits, goal, trot, times, xz, limbs, geometry, sides,
-                               columns, servos)
+                               columns, servos, track)
         angle, origin = _frames(q, parent, joint, offset)
         theta, p_center, _, Jt, Jp = _detect(angle, origin, chain, bodies, points, axis, roll, r_offset, radius,
                                              ta, tt, tn, tlo, thi)

@@ -8,8 +8,14 @@ import numpy as np
 
 from granular.compiled import kernel
 
-#: JointControl kinds: targets held constant, a trot, keyframes of ankle positions; PI servos.
-CONSTANT, TROT, KEYFRAMES, SERVOS = 0, 1, 2, 3
+#: JointControl kinds: targets held constant, a trot, keyframes of ankle positions; PI servos; a
+#: PID on a body's (x, z, angle) along a path.
+CONSTANT, TROT, KEYFRAMES, SERVOS, TRACK = 0, 1, 2, 3, 4
+#: TRACK's ``track`` vector: kp, ki, kd (3 each), the weight fed forward, dt, the reference's kind
+#: (LINE, ARC, RECORDED), its duration, then a line's start (2), velocity (2), angle or an arc's
+#: centre (2), radius, from_angle, to_angle, angle.
+KP, KI, KD, WEIGHT, STEP, PATH, DURATION, PARAMS = 0, 3, 6, 9, 10, 11, 12, 13
+LINE, ARC, RECORDED = 0, 1, 2
 #: A servo's columns in ``JointControl.servos``: the dof it drives, its target (a rate, or a
 #: force where TORQUE is set), the time over which the target ramps up from zero (0: none), the
 #: inertia its gains are per unit of, its force limit, TORQUE (1.0: the target is the force itself),
@@ -33,7 +39,10 @@ class JointControl:
     Both gaits turn ankle positions into joints as ``Quadruped.pose`` does, with ``geometry`` =
     (thigh, shank, hip_x), ``sides`` (4,) and ``columns`` (4, 3), each limb's joints in q[3:].
     SERVOS drives single dofs by PI servos, one row of ``servos`` (S, 7) each (columns :data:`DOF`
-    … :data:`DT`; :func:`servo_forces`), whose integrals are the controller's memory.
+    … :data:`DT`; :func:`servo_forces`), whose integrals are the controller's memory. TRACK is
+    :class:`~granular.scenarios.control.PIDTracker`: gains and reference in ``track``
+    (:data:`KP` …), a recorded reference's ``times`` and ``xz`` (T, 6: pose, twist); its memory the
+    error's integral (3,).
     ``effort``: called with Σ over the steps of mean (torque / limit)², or None."""
 
     kind: int
@@ -47,6 +56,7 @@ class JointControl:
     sides: np.ndarray = field(default_factory=lambda: np.zeros(4))
     columns: np.ndarray = field(default_factory=lambda: np.zeros((4, 3), dtype=np.int64))
     servos: np.ndarray = field(default_factory=lambda: np.zeros((0, 7)))
+    track: np.ndarray = field(default_factory=lambda: np.zeros(0))
     effort: object = None
 
     def __post_init__(self):
@@ -55,19 +65,27 @@ class JointControl:
         # as fused_steps declares them, converted once
         object.__setattr__(self, "arrays", (int(self.kind), f8(self.limits), f8(self.goal), f8(self.trot),
                                             f8(self.times), f8(self.xz), i8(self.limbs), f8(self.geometry),
-                                            f8(self.sides), i8(self.columns), f8(self.servos)))
+                                            f8(self.sides), i8(self.columns), f8(self.servos), f8(self.track)))
+
+    @property
+    def remembers(self) -> bool:
+        """Whether the controller carries a memory through the fused step (its integrals)."""
+        return self.kind in (SERVOS, TRACK)
 
     def memory_array(self, memory) -> np.ndarray:
-        """The controller's memory as the fused step carries it: the servos' integrals (S,)."""
-        return np.asarray(memory if len(self.servos) else (), dtype=np.float64)
+        """The controller's memory as the fused step carries it: the integrals (S,) or (3,)."""
+        return np.array(memory if self.remembers else (), dtype=np.float64)
 
 
 @kernel()
-def control_forces(t, q, v, u, memory, kind, limits, goal, trot, times, xz, limbs, geometry, sides, columns, servos):
-    """u ← the controller's generalized forces (JointPD.__call__, or the servos'); returns mean
-    (torque / limit)² of a joint PD. ``memory`` ← the servos' next integrals."""
+def control_forces(t, q, v, u, memory, kind, limits, goal, trot, times, xz, limbs, geometry, sides, columns, servos,
+                   track):
+    """u ← the controller's generalized forces (JointPD.__call__, the servos', the tracker's);
+    returns mean (torque / limit)² of a joint PD. ``memory`` ← the next integrals."""
     if kind == SERVOS:
         return servo_forces(t, v, u, memory, servos)
+    if kind == TRACK:
+        return track_forces(t, q, v, u, memory, track, times, xz)
     nj = len(q) - 3
     target = goal if kind == CONSTANT else _gait_targets(t, q[2], kind, nj, trot, times, xz, limbs,
                                                                 geometry, sides, columns)
@@ -147,3 +165,42 @@ def servo_forces(t, v, u, memory, servos):
         else:
             u[dof] = servos[k, LIMIT] if force > 0.0 else -servos[k, LIMIT]
     return 0.0
+
+
+@kernel()
+def track_forces(t, q, v, u, memory, track, times, table):
+    """u[:3] ← PIDTracker.__call__'s PID on (x, z, angle) towards its reference (the integral before
+    this step's error), the weight fed forward on z; memory (3,) ← the next integral. Returns 0."""
+    ref, ref_v = np.empty(3), np.empty(3)
+    _reference(t, track, times, table, ref, ref_v)
+    for i in range(3):
+        err = ref[i] - q[i]
+        u[i] = track[KP + i] * err + track[KI + i] * memory[i] + track[KD + i] * (ref_v[i] - v[i])
+        memory[i] = memory[i] + track[STEP] * err
+    u[1] += track[WEIGHT]
+    return 0.0
+
+
+@kernel()
+def _reference(t, track, times, table, ref, ref_v):
+    """ref, ref_v ← control.Path.__call__ (a line or an arc) or control.Recorded.__call__ (``times``
+    (T,), ``table`` (T, 6)), operation for operation."""
+    kind, duration, p = track[PATH], track[DURATION], PARAMS
+    if kind == RECORDED:
+        moving = 1.0 if times[0] <= t <= times[-1] else 0.0
+        for i in range(3):
+            ref[i] = np.interp(t, times, table[:, i])
+            ref_v[i] = np.interp(t, times, table[:, 3 + i]) * moving
+        return
+    tau = min(max(t, 0.0), duration)
+    moving = 1.0 if 0.0 <= t <= duration else 0.0
+    if kind == LINE:  # start (2), velocity (2), angle
+        ref[0], ref[1], ref[2] = track[p] + tau * track[p + 2], track[p + 1] + tau * track[p + 3], track[p + 4] + tau * 0.0
+        ref_v[0], ref_v[1], ref_v[2] = track[p + 2] * moving, track[p + 3] * moving, 0.0 * moving
+        return
+    radius = track[p + 2]  # centre (2), radius, from_angle, to_angle, angle
+    rate = (track[p + 4] - track[p + 3]) / duration
+    a = track[p + 3] + rate * tau
+    c, s = np.cos(a), np.sin(a)
+    ref[0], ref[1], ref[2] = track[p] + radius * c, track[p + 1] + radius * s, track[p + 5]
+    ref_v[0], ref_v[1], ref_v[2] = -radius * s * rate * moving, radius * c * rate * moving, 0.0 * moving

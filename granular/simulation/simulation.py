@@ -107,7 +107,7 @@ def advance_together(sims, controls, n: int):
 
 def _memories(sims, controls):
     """The controllers' memories as the fused step carries them (R, S): None where they have none."""
-    if not len(controls[0].servos):
+    if not controls[0].remembers:
         return None
     return np.array([c.memory_array(s.memory) for s, c in zip(sims, controls)])
 
@@ -120,8 +120,8 @@ def _adopt(sim, k, t, q, v, info, done, n: int, memories=None) -> int:
     if done_k:
         sim.state = State(float(t[k]), q[k], v[k], sim.state.holder)
         sim.steps += done_k
-        if memories is not None:  # a servo's integrals, as its own __call__ returns them
-            sim.memory = tuple(float(x) for x in memories[k])
+        if memories is not None:  # the integrals, as the controller's own __call__ returns them
+            sim.memory = memories[k].copy() if isinstance(sim.memory, np.ndarray) else tuple(map(float, memories[k]))
     if done_k == n:
         theta, active, wrench, slipping, p_center, fell_back = info
         sim.info = StepInfo(theta[k], active[k], wrench[k], slipping[k], p_center[k], bool(fell_back[k]))
