@@ -53,7 +53,7 @@ class Simulation:
         self.steps += 1
 
     def fused_control(self):
-        """The controller's fused form (:class:`.fused.JointControl`) where the model, the solver and
+        """The controller's fused form (:class:`.fused_control.JointControl`) where the model, the solver and
         the controller can step fused, else None (the steps then run stage by stage)."""
         key = self._fused[0]
         if key is None or key[0] is not self.model or key[1] is not self.solver:
