@@ -84,7 +84,7 @@ def test_a_robot_never_seen_settles_on_sand(tmp_path):
     assert summary["final_speed"] < 1e-3
     assert summary["energy"]["largest_gain_per_step_J"] <= 1e-9
     for foot in summary["feet"].values():
-        assert 0.0 < foot["max_depth_m"] < 0.13
+        assert 0.0 < foot["max_depth_m"] < 0.13 and foot["outside_data_s"] == 0.0
     torso = summary["bodies"]["torso"]
     assert torso["final_pos"][2] < torso["initial_pos"][2] and torso["final_pos"][2] > 0.3, "it stands on its legs"
 
@@ -143,6 +143,19 @@ def test_bad_robots_and_media_are_one_clear_line(tmp_path, change, message):
                          capture_output=True, text=True)
     assert run.returncode != 0 and message in run.stderr, run.stderr
     assert "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()) == 1
+
+
+def test_time_beyond_the_datas_tilts_is_reported_per_foot():
+    """A foot tipped past the data's largest tilt is outside the data: the summary says for how long."""
+    from granular.scenarios import scenario as scenarios
+
+    world = scenario3d.build(scenarios.find("drop3d-tilted"))
+    rec = scenario3d.run(world)
+    summary = scenario3d.summary(world, rec)
+    tilted = np.abs(rec["theta"][1:, 0, 1]) > world.feet.model.phi_max
+    in_medium = rec["theta"][1:, 0, 0] < 0
+    expected = (tilted & in_medium).sum() * world.mj_model.opt.timestep
+    assert expected > 0 and summary["feet"]["foot"]["outside_data_s"] == pytest.approx(expected, abs=1e-9)
 
 
 def test_a_misspelt_model_key_is_named(tmp_path):

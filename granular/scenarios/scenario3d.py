@@ -309,10 +309,15 @@ def summary(world, rec) -> dict:
         bodies[name] = {"initial_pos": rec["pos"][0, b].round(6).tolist(), "final_pos": rec["pos"][-1, b].round(6).tolist()}
     depth = -rec["theta"][:, :, 0]
     gained = np.diff(rec["energy"])
+    # time in the medium beyond the data (deeper, or more tilted: W(θ) is then extrapolated or clamped)
+    model = world.feet.model
+    theta = rec["theta"][1:]
+    outside = ((theta[:, :, 0] < 0) & ((theta[:, :, 0] < model.d_min) | (np.abs(theta[:, :, 1]) > model.phi_max))).sum(axis=0)
     return {"scenario": world.path.stem, "kind": "3d", "duration_s": round(float(rec["t"][-1]), 9),
             "dt_s": float(m.opt.timestep), "steps": len(rec["t"]) - 1, "medium": world.feet.model.dataset.medium,
             "contact": world.feet.law, "law_fallback_steps": int(rec["fell_back"].sum()), "bodies": bodies,
             "feet": {name: {"max_depth_m": float(max(0.0, depth[:, j].max())),
+                            "outside_data_s": round(float(outside[j]) * float(m.opt.timestep), 9),
                             "final_theta": rec["theta"][-1, j].round(6).tolist()}
                      for j, name in enumerate(world.feet.names)},
             "energy": {"initial_J": float(rec["energy"][0]), "final_J": float(rec["energy"][-1]),
