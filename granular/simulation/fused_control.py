@@ -29,8 +29,8 @@ INTEGRAL = 10.0
 @dataclass(frozen=True)
 class JointControl:
     """A controller that compiled code can compute: the plain-data form of
-    :class:`~granular.scenarios.control.JointPD` or :class:`~granular.scenarios.control.Carriage`
-    (a controller offers it as ``joint_control()``).
+    :class:`~granular.scenarios.control.JointPD`, :class:`~granular.scenarios.control.Carriage` or
+    :class:`~granular.scenarios.control.PIDTracker` (a controller offers it as ``joint_control()``).
 
     ``limits`` (5, nj): joint lower and upper limits, kp, kd and torque limits. ``kind``:
     CONSTANT holds ``goal`` (nj,); TROT is :class:`~granular.scenarios.control.Trot` with
