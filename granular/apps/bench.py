@@ -72,6 +72,29 @@ def fused_call(scenario: str = "quad-trot", steps: int = 2000, settle: int = 110
             "us_per_step_one_call_each": float(np.median([per_step([1] * steps) for _ in range(repeat)]))}
 
 
+#: Scenarios whose controllers carry integrals through the fused call (a PI or PID servo).
+SERVOED = ("wheel-bed", "foot-track-straight", "foot-track-curved", "foot-track-rig")
+
+
+def servoed(scenario: str, steps: int = 1000, settle: int = 1500) -> dict:
+    """µs per step of a scenario under its own law, its ``steps`` in one fused call against the
+    same steps by stages, after ``settle`` steps (the foot in the medium, the wheel rolling)."""
+    from granular.scenarios import scenario as scenarios
+
+    def per_step(fused):
+        sim = scenarios.build(scenarios.load(scenario).with_(solver="native"))
+        sim.advance(settle)
+        t0 = time.perf_counter()
+        if fused:
+            sim.advance(steps)
+        else:
+            for _ in range(steps):
+                sim._stage_step()
+        return (time.perf_counter() - t0) / steps * 1e6
+
+    return {"us_per_step_fused": per_step(True), "us_per_step_by_stages": per_step(False)}
+
+
 def stages(scenario: str = "quad-trot", steps: int = 2000, settle: int = 1100, law: str = PROFILED_LAW) -> dict:
     """Where a step's time goes. Along ``steps`` steps of the scenario after ``settle``, each state
     is first stepped as the loop steps it (controller + step, timed: ``whole_step``), then each stage
@@ -290,7 +313,8 @@ def run(quick: bool = False) -> dict:
             "wrench_space_4_contacts": wrench_space(model, repeat=repeat),
             "gait_controller": {"quad-trot": controller(repeat=4 * repeat)},
             "fused": {f"quad-trot, {law}": fused_call(steps=4 * repeat, law=law) for law in QP_LAWS},
-            "stages_us": {f"quad-trot, {law}": stages(steps=4 * repeat, law=law) for law in QP_LAWS}}
+            "stages_us": {f"quad-trot, {law}": stages(steps=4 * repeat, law=law) for law in QP_LAWS},
+            "servoed": {name: servoed(name, steps=steps, settle=100 if quick else 1500) for name in SERVOED}}
 
 
 def print_table(results: dict):
