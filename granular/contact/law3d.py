@@ -122,10 +122,9 @@ def step(model, M, v_free, feet: Feet, h: float, law: str = DEFAULT_LAW, K: int 
         # walker's heel strike on a rigid floor does), that is the one the law takes. Each next
         # solve starts from the last root (the sticking impulses moved a little).
         if v is None:
-            dissipated = v_free + Minv @ np.einsum("nap,na->p", Jr, md)
             v = None if v0 is None else _slide(model, Minv, Jr, feet, Q, base, slide, h, np.asarray(v0, float))
             if v is None:
-                v = _slide(model, Minv, Jr, feet, Q, base, slide, h, dissipated)
+                v = _slide(model, Minv, Jr, feet, Q, base, slide, h, v_free + Minv @ np.einsum("nap,na->p", Jr, md))
         else:
             v = _slide(model, Minv, Jr, feet, Q, base, slide, h, v)
         if v is None:  # Newton's method failed (a kink of the data's map): the step falls back, as in the plane
