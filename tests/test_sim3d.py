@@ -202,6 +202,10 @@ def test_a_3d_run_file_holds_the_run_and_the_medium_gives_nothing(tmp_path):
     took, gave = summary["energy"]["medium_took_J"], summary["energy"]["medium_gave_J"]
     assert rec["active"].any() and took > 1.0 and gave <= 1e-9 * took   # round-off
     assert np.isclose(summary["energy"]["medium_took_J"], -rec["work"].sum())
+    # no actuator in the drop: the energy lost is what the medium took, up to MuJoCo's damping
+    energy = summary["energy"]
+    assert energy["actuators_did_J"] == 0.0 == rec["actuators"].sum()
+    assert energy["final_J"] - energy["initial_J"] <= energy["actuators_did_J"] + gave + 1e-9
     (tmp_path / "bad.h5").write_bytes(b"not hdf5")
     with pytest.raises(GranularError, match="not a readable HDF5 file"):
         runfile3d.read(tmp_path / "bad.h5")
@@ -255,6 +259,10 @@ def test_the_3d_quadruped_trots_forward_on_sand(law, dt):
     # measured: 10 of 6,000 steps at 1 ms, 5 of 300 at 20 ms
     assert summary["law_fallback_steps"] <= (0.02 if dt is None else 0.15) * (len(rec["t"]) - 1)
     assert summary["energy"]["medium_gave_J"] < 1e-6
+    # what the robot has, the actuators gave it: no gain beyond their work and the medium's
+    energy = summary["energy"]
+    assert energy["actuators_did_J"] > 0.0
+    assert energy["final_J"] - energy["initial_J"] <= energy["actuators_did_J"] + energy["medium_gave_J"]
 
 
 @pytest.mark.slow

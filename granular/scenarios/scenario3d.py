@@ -261,13 +261,15 @@ def run(world, progress: bool = False) -> dict:
     rec = {"t": np.zeros(steps + 1), "pos": np.zeros((steps + 1, m.nbody, 3)), "qpos": np.zeros((steps + 1, m.nq)),
            "qvel": np.zeros((steps + 1, m.nv)), "theta": np.zeros((steps + 1, n, 2)), "energy": np.zeros(steps + 1),
            "active": np.zeros((steps, n), bool), "force": np.zeros((steps, n, 3)), "wrench": np.zeros((steps, n, 6)),
-           "p_center": np.zeros((steps, n, 3)), "work": np.zeros(steps), "fell_back": np.zeros(steps, bool)}
+           "p_center": np.zeros((steps, n, 3)), "work": np.zeros(steps), "actuators": np.zeros(steps),
+           "fell_back": np.zeros(steps, bool)}
     _record(rec, 0, world)
     for k in tqdm(range(1, steps + 1), desc=world.path.stem, disable=None if progress else True, unit="step"):
         if world.gait is not None:
             d.ctrl[:] = world.gait(d)
         result, thetas = mujoco3d.step(m, d, world.feet, world.terrain, workspace=world.workspace)
         mujoco.mj_fwdPosition(m, d)  # positions and mass matrix after the step, for the record
+        rec["actuators"][k - 1] = m.opt.timestep * (d.qfrc_actuator @ d.qvel)  # the step's force, v⁺ (as the medium's)
         states = _record(rec, k, world)
         for j, (p, force, _, wrench) in mujoco3d.foot_forces(states, thetas, result, m.opt.timestep).items():
             rec["active"][k - 1, j], rec["force"][k - 1, j], rec["wrench"][k - 1, j], rec["p_center"][k - 1, j] = \
@@ -280,10 +282,11 @@ def run(world, progress: bool = False) -> dict:
 #: What :func:`run` records: after each step (S + 1 rows) ``t`` s, ``pos`` (nbody, 3) m, ``qpos``,
 #: ``qvel`` (MuJoCo's), the feet's ``theta`` (d m, φ rad), ``energy`` J; per step (S rows) and foot,
 #: ``active`` (in the medium), ``force`` (3,) N in world axes at ``p_center`` (3,) m, ``wrench`` (6,)
-#: N, N·m about p_r in the foot's tilt frame, the step's ``work`` J by the medium on the bodies, and
-#: whether data-flow ``fell_back`` to max-dissipation's impulses in the step.
+#: N, N·m about p_r in the foot's tilt frame, the step's ``work`` J by the medium on the bodies and
+#: ``actuators`` J by the actuators (each: the step's generalized force times h and the velocity
+#: MuJoCo integrated), and whether data-flow ``fell_back`` to max-dissipation's impulses in the step.
 RECORD = ("t", "pos", "qpos", "qvel", "theta", "energy", "active", "force", "wrench", "p_center", "work",
-          "fell_back")
+          "actuators", "fell_back")
 
 
 def _record(rec, k, world):
@@ -323,5 +326,6 @@ def summary(world, rec) -> dict:
             "energy": {"initial_J": float(rec["energy"][0]), "final_J": float(rec["energy"][-1]),
                        "largest_gain_per_step_J": float(max(0.0, gained.max())) if len(gained) else 0.0,
                        "medium_took_J": float(-np.minimum(rec["work"], 0.0).sum()),
-                       "medium_gave_J": float(np.maximum(rec["work"], 0.0).sum())},
+                       "medium_gave_J": float(np.maximum(rec["work"], 0.0).sum()),
+                       "actuators_did_J": float(rec["actuators"].sum())},
             "final_speed": float(np.abs(world.mj_data.qvel).max())}

@@ -24,7 +24,9 @@ FORMAT, VERSION = "granular-run3d", 1
 UNITS = {"t": "s", "pos": "m", "qpos": "MuJoCo's qpos (m, quaternion, rad)", "qvel": "MuJoCo's qvel (m/s, rad/s)",
          "theta": "m, rad", "energy": "J", "active": "1", "force": "N (world axes)",
          "wrench": "N, N, N, N·m, N·m, N·m (about p_r, in the foot's tilt frame)", "p_center": "m", "work": "J",
-         "fell_back": "1"}
+         "actuators": "J", "fell_back": "1"}
+#: Arrays that runs written before them lack (read as absent, not invented)
+LATER = ("actuators",)
 
 
 def write(world, rec: dict, summary: dict, path) -> Path:
@@ -47,7 +49,8 @@ def write(world, rec: dict, summary: dict, path) -> Path:
 def read(path) -> dict:
     """A 3D run file as plain data: the record's arrays and the attributes (validated)."""
     with read_h5(path, FORMAT, {VERSION}) as f:
-        out = {name: array(f, name, path, dtype=bool if name in ("active", "fell_back") else np.float64) for name in UNITS}
+        out = {name: array(f, name, path, dtype=bool if name in ("active", "fell_back") else np.float64,
+                           required=name not in LATER) for name in UNITS}
         for key in ("scenario", "scenario_file", "medium", "contact", "dt", "mujoco"):
             out[key] = attr(f, key, path)
         for key in ("feet", "bodies", "summary"):
