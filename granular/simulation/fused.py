@@ -107,21 +107,22 @@ def advance(model, arrays, controls, states, warms, steps: int, memories=None):
     ``steps`` are done only where the QP solver failed at the next one, which the caller then
     steps stage by stage (and that robot's StepInfo fields are not the last step's)."""
     R, N = len(states), len(model.contacts)
-    if R == 1:  # one robot (an interactive loop's every step): copies, not lists of one
+    c = controls[0].arrays
+    if R == 1:  # one robot (an interactive loop's every step, where this function's own time shows): copies
         s = states[0]
-        q, v, t = s.q.astype(np.float64).reshape(1, -1), s.v.astype(np.float64).reshape(1, -1), np.full(1, float(s.t))
+        q, v, t = np.array(s.q, np.float64, ndmin=2), np.array(s.v, np.float64, ndmin=2), np.array([float(s.t)])
+        goals = c[2][None]
     else:
         q = np.array([s.q for s in states], dtype=np.float64)
         v = np.array([s.v for s in states], dtype=np.float64)
         t = np.array([s.t for s in states], dtype=np.float64)
-    c = controls[0].arrays
-    goals = c[2][None] if R == 1 else np.array([ctl.arrays[2] for ctl in controls])
+        goals = np.array([ctl.arrays[2] for ctl in controls])
     if memories is None:
         memories = np.zeros((R, 0))
     theta, wrench, p_center = np.empty((R, N, 2)), np.empty((R, N, 3)), np.empty((R, N, 2))
     flags, done, effort = np.empty((R, N, 2), np.bool_), np.empty(R, np.int64), np.empty(R)
     fallback = np.zeros(R, np.int64)
-    clamped = unchecked(fused_steps)(q, v, t, memories, steps, float(model.dt), *arrays, c[0], c[1], goals, *c[3:],
+    clamped = unchecked(fused_steps)(q, v, t, memories, steps, float(model.dt), *arrays, *c[:2], goals, *c[3:],
                                      theta, wrench, flags, p_center, warms, done, effort, fallback)
     if clamped:
         model.wrenches.warn_clamped()
