@@ -72,6 +72,44 @@ def fused_call(scenario: str = "quad-trot", steps: int = 2000, settle: int = 110
             "us_per_step_one_call_each": float(np.median([per_step([1] * steps) for _ in range(repeat)]))}
 
 
+def data_flow_floor(scenario: str = "quad-trot", steps: int = 1000, settle: int = 1100, repeat: int = 2000,
+                    workers: int = 2) -> dict:
+    """What a data-flow step cannot go below with the law as it is computed today, measured: the
+    max-dissipation step it starts from (fused, many steps in one call: which feet stick is its QP's
+    answer) plus, per foot that follows the data, its interpolant's coefficients (a Schur solve per
+    foot and step, since the tail changes with θ: :func:`~granular.wrench.flow.coefficients`), before
+    any of Newton's evaluations; that floor at one call per step (plus max-dissipation's crossing from
+    Python); and the ``workers``-process batch's robot-steps/s it allows even with no cost of its
+    own. The feet that follow the data are counted along ``steps`` steps
+    after ``settle``; the coefficients are timed at those feet's configurations, four at a time."""
+    from granular.contact.flow import flow_coefficients
+    from granular.scenarios import scenario as scenarios
+    from granular.wrench.flow import TAILS
+
+    sim = scenarios.build(scenarios.load(scenario).with_(contact="data-flow"))
+    sim.advance(settle)
+    wrenches, follow, thetas = sim.model.wrenches, 0, []
+    for _ in range(steps):
+        sim.advance(1)
+        info = sim.info
+        slides = info.active & info.slipping & (np.abs(info.theta[:, 1]) <= wrenches.phi_max)
+        follow += int(slides.sum())
+        thetas.extend(info.theta[slides])
+    dmap = wrenches.direction_map
+    thetas = np.ascontiguousarray(np.resize(np.array(thetas).reshape(-1, 2), (4, 2)))
+    points = np.ascontiguousarray(wrenches.points(thetas))
+    arms = np.full(4, float(sim.model.feet.r_offset[0]))
+    per_foot = median_us(lambda: flow_coefficients(points, dmap.kernel_inverse, dmap.directions, dmap.geometry,
+                                                   TAILS[dmap.tail], thetas, arms), repeat) / 4
+    md = fused_call(scenario, steps=steps, settle=settle, law="max-dissipation")
+    floor = md["us_per_step_in_one_call"] + per_foot * follow / steps
+    crossing = md["us_per_step_one_call_each"] - md["us_per_step_in_one_call"]
+    return {"max_dissipation_us_per_step_in_one_call": md["us_per_step_in_one_call"],
+            "following_feet_per_step": follow / steps, "coefficients_us_per_foot": per_foot,
+            "floor_us_per_step_in_one_call": floor, "floor_us_per_step_one_call_each": floor + crossing,
+            "batch_ceiling_robot_steps_per_s": workers * 1e6 / floor}
+
+
 #: Scenarios whose controllers carry integrals through the fused call (a PI or PID servo).
 SERVOED = ("wheel-bed", "foot-track-straight", "foot-track-curved", "foot-track-rig")
 
@@ -314,7 +352,9 @@ def run(quick: bool = False) -> dict:
             "gait_controller": {"quad-trot": controller(repeat=4 * repeat)},
             "fused": {f"quad-trot, {law}": fused_call(steps=4 * repeat, law=law) for law in QP_LAWS},
             "stages_us": {f"quad-trot, {law}": stages(steps=4 * repeat, law=law) for law in QP_LAWS},
-            "servoed": {name: servoed(name, steps=steps, settle=100 if quick else 1500) for name in SERVOED}}
+            "servoed": {name: servoed(name, steps=steps, settle=100 if quick else 1500) for name in SERVOED},
+            "data_flow_floor": {"quad-trot": data_flow_floor(steps=steps, settle=100 if quick else 1100,
+                                                             repeat=repeat)}}
 
 
 def print_table(results: dict):
