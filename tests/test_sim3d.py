@@ -206,6 +206,11 @@ def test_a_3d_run_file_holds_the_run_and_the_medium_gives_nothing(tmp_path):
     energy = summary["energy"]
     assert energy["actuators_did_J"] == 0.0 == rec["actuators"].sum()
     assert energy["final_J"] - energy["initial_J"] <= energy["actuators_did_J"] + gave + 1e-9
+    import h5py
+
+    with h5py.File(tmp_path / "r.h5", "a") as f:  # a run written before the actuators' work was recorded
+        del f["actuators"]
+    assert runfile3d.read(tmp_path / "r.h5")["actuators"] is None
     (tmp_path / "bad.h5").write_bytes(b"not hdf5")
     with pytest.raises(GranularError, match="not a readable HDF5 file"):
         runfile3d.read(tmp_path / "bad.h5")
