@@ -88,7 +88,7 @@ class Scene:
                                                       cast_shadow=False)
         pts = np.column_stack([xs, np.zeros(len(xs)), zs]).astype(np.float32)
         self.server.scene.add_line_segments("/medium/surface", np.stack([pts[:-1], pts[1:]], axis=1),
-                                            colors=(110, 75, 30), line_width=3.0)
+                                            colors=(110, 75, 30), thickness=3.0, thickness_units="screen")
         self.span = (float(xs[0]), float(xs[-1]))
 
     def medium_around(self, x, terrain, name, half=3.0):
