@@ -1,4 +1,6 @@
 """granular bench's tables (the timings themselves are measured by `granular bench`, never asserted)."""
+import pytest
+
 from granular.apps import bench
 
 
@@ -20,10 +22,9 @@ def test_the_stages_time_the_data_flow_law():
 def test_the_data_flow_floor_is_max_dissipation_plus_the_following_feet_s_coefficients():
     """The floor counts the feet that follow the data (the trot's stance feet slide: some, at most
     four) and adds their coefficients' solves to the max-dissipation step; the batch's ceiling is
-    what two workers could do at that floor."""
+    what two workers could do at that floor (sums of timings: no timing is compared)."""
     out = bench.data_flow_floor(steps=50, settle=1100, repeat=20)
     assert 0 < out["following_feet_per_step"] <= 4 and out["coefficients_us_per_foot"] > 0
-    assert out["floor_us_per_step_in_one_call"] == (out["max_dissipation_us_per_step_in_one_call"]
-                                                    + out["coefficients_us_per_foot"] * out["following_feet_per_step"])
-    assert out["batch_ceiling_robot_steps_per_s"] == 2e6 / out["floor_us_per_step_in_one_call"]
-    assert out["floor_us_per_step_one_call_each"] > out["floor_us_per_step_in_one_call"]
+    assert out["floor_us_per_step_in_one_call"] == pytest.approx(
+        out["max_dissipation_us_per_step_in_one_call"] + out["coefficients_us_per_foot"] * out["following_feet_per_step"])
+    assert out["batch_ceiling_robot_steps_per_s"] == pytest.approx(2e6 / out["floor_us_per_step_in_one_call"])

@@ -37,6 +37,7 @@ def test_train_json_names_the_model_and_its_figures(trained):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("cli-trained")  # one worker builds the module fixture once
 def test_train_json_has_cv_for_every_regressor(trained, tmp_path):
     tmp, _ = trained
     result = json.loads(granular("train", tmp / "p.h5", "--out", tmp_path / "m.h5", "--cv", 3, "--json").stdout)

@@ -202,10 +202,12 @@ def test_a_3d_run_file_holds_the_run_and_the_medium_gives_nothing(tmp_path):
     took, gave = summary["energy"]["medium_took_J"], summary["energy"]["medium_gave_J"]
     assert rec["active"].any() and took > 1.0 and gave <= 1e-9 * took   # round-off
     assert np.isclose(summary["energy"]["medium_took_J"], -rec["work"].sum())
-    # no actuator in the drop: the energy lost is what the medium took, up to MuJoCo's damping
+    # no actuator in the drop: the medium took most of the energy lost (3.51 of 3.87 J; the rest MuJoCo's
+    # own dissipation) and, nothing else giving any, no more than was lost
     energy = summary["energy"]
+    lost = energy["initial_J"] - energy["final_J"]
     assert energy["actuators_did_J"] == 0.0 == rec["actuators"].sum()
-    assert energy["final_J"] - energy["initial_J"] <= energy["actuators_did_J"] + gave + 1e-9
+    assert 0.8 * lost <= took <= lost + gave + 1e-9
     import h5py
 
     with h5py.File(tmp_path / "r.h5", "a") as f:  # a run written before the actuators' work was recorded

@@ -173,7 +173,8 @@ def test_a_medium_without_a_compiled_form_steps_through_the_reference():
             gave, took = gave + max(result.work, 0.0), took - min(result.work, 0.0)
             assert result.impulses.shape == (1, 6)
     assert steps > 50 and took > 1.0 and gave < 1e-9 * took
-    assert d.qpos[2] > 0.0, "held up by the medium"
+    # free fall would leave it at z = 0.013 m falling at 2.2 m/s; landed on the SVR medium: 0.108 m, slowing
+    assert d.qpos[2] > 0.05 and d.qvel[2] > -1.0, "held up by the medium"
 
 
 def test_a_blown_up_state_is_left_to_the_reference_and_a_callable_terrain_is_refused():

@@ -6,7 +6,7 @@ from granular.io.resources import shipped
 from granular.learning import training
 
 
-@pytest.mark.slow   # three regressors' 5-fold CV: ~18 s; the CLI's train --cv covers the path in the fast tier
+@pytest.mark.slow   # three regressors' 4-fold CV: ~18 s; the jobs' tests below (cv = 3) cover the path in the fast tier
 def test_cv_runs_for_all_three_regressors(sand):
     cv = training.cross_validate(sand, folds=4)
     assert set(cv) == {"rbf", "gp", "svr"}

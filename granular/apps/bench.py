@@ -81,7 +81,8 @@ def data_flow_floor(scenario: str = "quad-trot", steps: int = 1000, settle: int 
     any of Newton's evaluations; that floor at one call per step (plus max-dissipation's crossing from
     Python); and the ``workers``-process batch's robot-steps/s it allows even with no cost of its
     own. The feet that follow the data are counted along ``steps`` steps
-    after ``settle``; the coefficients are timed at those feet's configurations, four at a time."""
+    after ``settle``; the coefficients are timed four at a time, at the first four such feet's
+    configurations (cycled where fewer; the quadruped's feet are alike, so foot 0's arm serves)."""
     from granular.contact.flow import flow_coefficients
     from granular.scenarios import scenario as scenarios
     from granular.wrench.flow import TAILS

@@ -299,9 +299,9 @@ def newton(v, a, hD, Q, G, U, theta, geometry):
     Each iteration's line search starts at twice the last accepted step, not at 1: near a face's
     leading/trailing switch the flow has kinks where the full step overshoots iteration after
     iteration, and the halvings back down cost a flow evaluation each. Where that shortened search
-    finds no step, the longer steps it skipped are tried before giving up, so that it fails where
-    the search from 1 fails (on quad-trot 7.6 evaluations a call against 9.1, the same 107 of 1,885
-    calls failing). Its arrays are made once and swapped between the
+    finds no step, the longer steps it skipped are tried before giving up, so that a line search
+    fails only where one from 1 would (on quad-trot 7.6 evaluations a call against 9.1, and as many
+    calls failing: 107 of 1,885). Its arrays are made once and swapped between the
     iterate and the trial (each allocation in this loop cost as much as a foot's flow)."""
     n = len(v)
     v, trial = v.copy(), np.empty(n)

@@ -59,7 +59,8 @@ def read(path) -> dict:
             except json.JSONDecodeError:
                 raise GranularError(f"{path}: attribute {key!r} is not valid JSON") from None
     states, steps, feet = len(out["t"]), len(out["work"]), len(out["feet"])
-    if steps != states - 1 or out["qpos"].shape[0] != states or out["force"].shape[:2] != (steps, feet):
+    if (steps != states - 1 or out["qpos"].shape[0] != states or out["force"].shape[:2] != (steps, feet)
+            or (out["actuators"] is not None and len(out["actuators"]) != steps)):
         raise GranularError(f"{path}: arrays disagree on the number of steps or feet")
     return out
 
