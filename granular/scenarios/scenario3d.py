@@ -313,9 +313,8 @@ def summary(world, rec) -> dict:
     depth = -rec["theta"][:, :, 0]
     gained = np.diff(rec["energy"])
     # time in the medium beyond the data (deeper, or more tilted: W(θ) is then extrapolated or clamped)
-    model = world.feet.model
     theta = rec["theta"][1:]
-    outside = ((theta[:, :, 0] < 0) & ((theta[:, :, 0] < model.d_min) | (np.abs(theta[:, :, 1]) > model.phi_max))).sum(axis=0)
+    outside = world.feet.model.outside(theta).reshape(theta.shape[:2]).sum(axis=0)
     return {"scenario": world.path.stem, "kind": "3d", "duration_s": round(float(rec["t"][-1]), 9),
             "dt_s": float(m.opt.timestep), "steps": len(rec["t"]) - 1, "medium": world.feet.model.dataset.medium,
             "contact": world.feet.law, "law_fallback_steps": int(rec["fell_back"].sum()), "bodies": bodies,
