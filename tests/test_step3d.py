@@ -18,47 +18,53 @@ AGREE = 1e-5
 
 
 def captured(name, law, seconds):
-    """Every fused call of ``seconds`` of the scenario (a foot in the medium): its arguments and results."""
+    """Every fused call of ``seconds`` of the scenario with a foot in the medium: its arguments and results."""
     world = scenario3d.build(scenarios.find(name), law=law)
     m, d = world.mj_model, world.mj_data
     calls = []
-    fused = mujoco3d.coupled
+    fused = mujoco3d.feet_step
 
     def keep(*args):
         out = fused(*args)
-        calls.append(([np.copy(a) if isinstance(a, np.ndarray) else a for a in args], out))
+        if len(out[1]):
+            calls.append(([np.copy(a) if isinstance(a, np.ndarray) else a for a in args], out))
         return out
 
-    mujoco3d.coupled = keep
+    mujoco3d.feet_step = keep
     try:
         for _ in range(int(seconds / m.opt.timestep)):
             if world.gait is not None:
                 d.ctrl[:] = world.gait(d)
             mujoco3d.step(m, d, world.feet, world.terrain, workspace=world.workspace)
     finally:
-        mujoco3d.coupled = fused
+        mujoco3d.feet_step = fused
     return world, calls
 
 
 @pytest.mark.parametrize("name, seconds", [("quad3d-trot", 1.0), ("drop3d-tilted", 0.3)])
 @pytest.mark.parametrize("law", law3d.LAWS)
 def test_the_compiled_step_is_the_reference_step(name, seconds, law):
-    """The fused call (coupled3d.coupled: Jacobians in F_c3, W(θ), the law from the last step's active
-    set) against law3d.step on its M̃ and v_free, at every step of the run."""
+    """The fused call (coupled3d.feet_step: θ, the Jacobians at p_center in F_c3, W(θ), the law from
+    the last step's active set) against law3d.step on its M̃ and v_free, at every step of the run."""
     world, calls = captured(name, law, seconds)
     model, h = world.feet.model, world.mj_model.opt.timestep
     assert len(calls) > 50
     # four feet: 24 impulses on 18 dofs, the proximal QP; one foot: the plain one
-    assert max(len(args[15]) for args, _ in calls) == (4 if name == "quad3d-trot" else 1)
+    assert max(len(out[1]) for _, out in calls) == (4 if name == "quad3d-trot" else 1)
     fell = slid = unsolved = 0
-    for args, (Mt, v_free, J, v, c, sticking, status, impulse) in calls:
-        jac, rotations, thetas = args[13:16]
-        np.testing.assert_allclose(J[:, :3], rotations.transpose(0, 2, 1) @ jac[:, :3], atol=1e-12)
-        np.testing.assert_allclose(J[:, 3:], rotations.transpose(0, 2, 1) @ jac[:, 3:], atol=1e-12)
+    for args, (all_thetas, contact, steady, _, Mt, v_free, J, v, c, sticking, status, impulse) in calls:
+        xpos, xmat, geom_jac, geoms = args[:4]
+        thetas = all_thetas[contact]
+        _, rotations, centers, _ = mujoco3d.foot_frames(*args[:2], *args[3:9])
+        R, r = rotations[contact], centers[contact] - xpos[geoms[contact]]
+        jac = geom_jac[contact]  # a point p of the body moves at v_g + ω × (p − g)
+        np.testing.assert_allclose(J[:, :3], R.transpose(0, 2, 1) @ (jac[:, :3] + np.cross(jac[:, 3:], r[:, :, None], axis=1)),
+                                   atol=1e-12)
+        np.testing.assert_allclose(J[:, 3:], R.transpose(0, 2, 1) @ jac[:, 3:], atol=1e-12)
         arms = model.dataset.foot.r_offset * foot_axis(thetas[:, 1])
         feet = law3d.Feet(thetas, J, arms, np.tile(mujoco3d.GRAIN_MASS, (len(thetas), 1)))
-        steady = args[-2]  # the same feet as the step before: Newton starts from qvel
-        ref = law3d.step(model, Mt, v_free, feet, h, law, v0=args[2] if steady else None)
+        # the same feet as the step before: Newton starts from qvel
+        ref = law3d.step(model, Mt, v_free, feet, h, law, v0=args[12] if steady else None)
         if status == step3d.UNSOLVED:  # the coupling takes law3d.step's answer itself
             unsolved += 1
             continue
@@ -75,6 +81,36 @@ def test_the_compiled_step_is_the_reference_step(name, seconds, law):
     assert unsolved <= 0.01 * len(calls), "the compiled QP solves nearly every step (measured: 3 of 955)"
     if law == "data-flow" and name == "quad3d-trot":
         assert slid > 0.1 * len(calls) and fell < 0.05 * len(calls), (slid, fell, len(calls))
+
+
+def test_the_fused_call_takes_mujocos_jacobian_at_p_center():
+    """The fused call moves MuJoCo's Jacobian at each foot's geom centre to p_center; mj_jac at
+    p_center itself (MuJoCo's own, for the same state) gives the same J, rotated into F_c3."""
+    import mujoco
+
+    world = scenario3d.build(scenarios.find("quad3d-trot"))
+    m, d, feet = world.mj_model, world.mj_data, world.feet
+    for _ in range(400):
+        d.ctrl[:] = world.gait(d)
+        mujoco3d.step(m, d, feet, world.terrain, workspace=world.workspace)
+    mujoco.mj_step1(m, d)
+    mujoco.mj_fwdActuation(m, d)
+    mujoco.mj_fwdAcceleration(m, d)
+    M, jac, moment = mujoco3d.Workspace().arrays(m, len(feet.geoms))
+    mujoco.mj_fullM(m, d, M)
+    for k, g in enumerate(feet.geoms):
+        mujoco.mj_jacGeom(m, d, jac[k, :3], jac[k, 3:], g)
+    mujoco3d._moment_into(m, d, moment)
+    out = mujoco3d.feet_step(d.geom_xpos, d.geom_xmat, jac, feet.geoms, feet.half_length, feet.radius, feet.shape,
+                             world.terrain.xs, world.terrain.zs, np.zeros(0, np.int64), np.zeros(1, np.int64), M,
+                             d.qacc_smooth, d.qvel, moment, d.ctrl, d.actuator_force, m.opt.timestep, *feet.compiled)
+    contact, J = out[1], out[6]
+    assert len(contact) >= 2
+    states = mujoco3d.foot_states(m, d, feet, world.terrain)
+    for n, k in enumerate(contact):
+        jacp, jacr = np.zeros((3, m.nv)), np.zeros((3, m.nv))
+        mujoco.mj_jac(m, d, jacp, jacr, states[k][2], m.geom_bodyid[feet.geoms[k]])
+        np.testing.assert_allclose(J[n], states[k][1].T @ np.vstack([jacp, jacr]), atol=1e-12)
 
 
 def _interpolant(dmap: SphereMap, Q, phi, twist):

@@ -129,3 +129,49 @@ def coupled(M, qacc, qvel, moment, ctrl, force, h, damping, gain, bias, low, hig
                                                    W.reshape((N, W.shape[1] // 6, 6)), thetas[:, 1].copy(), Kinv, U,
                                                    geometry, tail, h, law, warm)
     return Mt, v_free, J, v, c, sticking, status, impulse
+
+
+@kernel("f8[:, ::1], f8[:, ::1], f8[:, :, ::1], i8[::1], f8[::1], f8[::1], i8[::1], f8[::1], f8[::1], i8[::1], i8[::1], "
+        "f8[:, ::1], f8[::1], f8[::1], f8[:, ::1], f8[::1], f8[::1], f8, f8[::1], f8[::1], f8[::1], f8[::1], f8[::1], "
+        "f8[::1], f8, f8[::1], f8[::1], i8, i8, f8[:, ::1], f8[::1], i8, i8, f8[:, ::1], f8[:, ::1], f8[:, ::1], "
+        "f8[:, ::1], f8[::1], i8, i8")
+def feet_step(xpos, xmat, geom_jac, geoms, half, radius, shape, xs, zs, previous, warm, M, qacc, qvel, moment, ctrl,
+              force, h, damping, gain, bias, low, high, limited, r_offset, grain, bounds, phi_active, per_depth,
+              centers, c2, kern, degree, coef, A, Kinv, U, geometry, tail, law):
+    """A step of every granular foot in one call: :func:`foot_frames` (θ of all F feet), which feet
+    are in the medium (d < 0), each one's Jacobian at p_center from MuJoCo's at its geom's centre
+    ``geom_jac`` (F, 6, nv) (a point p of the body moves at v_g + ω × (p − g)), and :func:`coupled`
+    for them. ``previous``: the feet in the medium the step before, whose QP's active set ``warm``
+    (6 × len(previous) + 1) starts this one's if they are the same feet (data-flow's Newton then
+    starts from ``qvel``). Returns (θ (F, 2), the feet in the medium (N,), steady, the active set to
+    keep, and :func:`coupled`'s eight results; with no foot in the medium they are empty and the
+    status solved)."""
+    thetas, rotations, feet_centers, axes = foot_frames(xpos, xmat, geoms, half, radius, shape, xs, zs)
+    contact = np.flatnonzero(thetas[:, 0] < 0.0)
+    N, nv = len(contact), len(qvel)
+    steady = N > 0 and N == len(previous)
+    if steady:
+        for i in range(N):
+            steady = steady and contact[i] == previous[i]
+    if not steady:
+        warm = np.zeros(6 * N + 1, np.int64)
+    if N == 0:
+        return (thetas, contact, steady, warm, M.copy(), qvel.copy(), np.zeros((0, 6, nv)), qvel.copy(),
+                np.zeros((0, 6)), np.zeros(0, np.bool_), 0, np.zeros(nv))
+    jac = np.empty((N, 6, nv))
+    for n in range(N):
+        k = contact[n]
+        g = geoms[k]
+        rx, ry, rz = (feet_centers[k, 0] - xpos[g, 0], feet_centers[k, 1] - xpos[g, 1],
+                      feet_centers[k, 2] - xpos[g, 2])
+        for p in range(nv):  # jacp(p_center) = jacp(g) + jacr × r
+            wx, wy, wz = geom_jac[k, 3, p], geom_jac[k, 4, p], geom_jac[k, 5, p]
+            jac[n, 0, p] = geom_jac[k, 0, p] + wy * rz - wz * ry
+            jac[n, 1, p] = geom_jac[k, 1, p] + wz * rx - wx * rz
+            jac[n, 2, p] = geom_jac[k, 2, p] + wx * ry - wy * rx
+            jac[n, 3, p], jac[n, 4, p], jac[n, 5, p] = wx, wy, wz
+    Mt, v_free, J, v, c, sticking, status, impulse = coupled(
+        M, qacc, qvel, moment, ctrl, force, h, damping, gain, bias, low, high, limited, jac,
+        np.ascontiguousarray(rotations[contact]), np.ascontiguousarray(thetas[contact]), r_offset, grain, bounds,
+        phi_active, per_depth, centers, c2, kern, degree, coef, A, Kinv, U, geometry, tail, law, int(steady), warm)
+    return thetas, contact, steady, warm, Mt, v_free, J, v, c, sticking, status, impulse

@@ -11,8 +11,9 @@ does the feet in the medium. One step of length h, in this order:
    velocity v_free = v + h M̃⁻¹ (applied + actuators + passive − bias) without the medium.
 2. Each granular foot's θ against the terrain (p_center: the centre of the foot's lower end face;
    d its lowest point's height above the terrain, φ its axis' tilt from the surface normal, ψ the azimuth
-   of its tilt frame F_c3, :mod:`granular.frames3d`) and its Jacobian J (6, nv) from MuJoCo's
-   ``mj_jac`` at p_center, rotated into F_c3.
+   of its tilt frame F_c3, :mod:`granular.frames3d`) and its Jacobian J (6, nv) at p_center, from
+   MuJoCo's ``mj_jacGeom`` at the geom's centre (moved along the rigid body), rotated into F_c3.
+   Steps 2 and 3 are one compiled call (:func:`~granular.simulation.coupled3d.feet_step`).
 3. The contact law (:mod:`granular.contact.law3d`) solves the feet's impulses c implicitly for the
    step with M̃, v_free and J: the velocity after the step is v_free + M̃⁻¹ Σ J_rᵀ c.
 4. The impulses enter MuJoCo as generalized forces Σ J_rᵀ c / h (``qfrc_applied``), and
@@ -32,14 +33,15 @@ servos are stiff; integrated explicitly (Euler) they, not the medium, limit the 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
 from granular.contact import law3d, step3d
 from granular.errors import GranularError
 from granular.frames3d import foot_axis
-from granular.simulation.coupled3d import CAPSULE, CYLINDER, SPHERE, _ground, coupled, foot_frames, free_motion
+from granular.simulation.coupled3d import CAPSULE, CYLINDER, SPHERE, _ground, feet_step, foot_frames, free_motion
 
 log = logging.getLogger(__name__)
 SHAPES = {"cylinder": CYLINDER, "capsule": CAPSULE, "sphere": SPHERE}  # the foot shapes taken
@@ -60,6 +62,20 @@ class GranularFeet:
     # change the model's integrator, damping or actuator gains after (domain randomisation), and
     # replace(feet, actuation=actuation(mj_model)), or the law no longer sees what MuJoCo integrates
     actuation: "Actuation | None" = None
+
+    @cached_property
+    def compiled(self):
+        """The fused call's constant arguments (:func:`feet_step`'s from ``damping`` on: the
+        integrator's implicit forces, the medium's RBF, the fixed normals, the data map, the law), or
+        None for a medium without the compiled form (not an RBF). Read once: a frozen dataclass, and
+        ``replace`` makes a new one."""
+        linear, model = self.model._linear, self.model
+        if linear is None or self.actuation is None:
+            return None
+        dmap = model.direction_map
+        return (*_fields(self.actuation), model.dataset.foot.r_offset, GRAIN_MASS, *linear,
+                model.fixed_normals(law3d.NORMALS), dmap.kernel_inverse, dmap.directions, dmap.geometry, dmap.size,
+                law3d.LAWS.index(self.law))
 
 
 @dataclass(frozen=True)
@@ -137,12 +153,14 @@ def _warn_unlike(mj_model, names, ids, foot, where):
 @dataclass
 class Workspace:
     """What a simulation's coupled steps carry from one to the next, as MuJoCo's mjData does: which
-    feet were in the medium and the active set of their QP, the next step's warm start."""
+    feet were in the medium and the active set of their QP, the next step's warm start; and the
+    arrays MuJoCo fills each step (mass matrix, Jacobians, moment arms), kept rather than allocated."""
 
     contact: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     warm: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
     #: the same feet were in the medium the step before: data-flow follows its last root
     steady: bool = False
+    scratch: tuple = ()
 
     def start(self, contact) -> np.ndarray:
         """The warm start for the feet ``contact`` in the medium now (called every step, none in the
@@ -155,6 +173,13 @@ class Workspace:
     def reset(self):
         """Start the next step cold, as a new simulation would (an episode's reset)."""
         self.contact, self.warm, self.steady = np.zeros(0, np.int64), np.zeros(1, np.int64), False
+
+    def arrays(self, mj_model, feet: int):
+        """(M (nv, nv), the feet's geom Jacobians (feet, 6, nv), moment arms (nu, nv)) to fill."""
+        nv = mj_model.nv
+        if not self.scratch or self.scratch[1].shape != (feet, 6, nv) or self.scratch[2].shape != (mj_model.nu, nv):
+            self.scratch = (np.zeros((nv, nv)), np.zeros((feet, 6, nv)), np.zeros((mj_model.nu, nv)))
+        return self.scratch
 
 
 def foot_states(mj_model, mj_data, feet: GranularFeet, terrain):
@@ -177,61 +202,56 @@ def step(mj_model, mj_data, feet: GranularFeet, terrain, applied=None, workspace
     if not isinstance(terrain, Ground):
         raise GranularError(f"the terrain is a {type(terrain).__name__}; granular feet need a mujoco3d.Ground "
                             f"(mujoco3d.terrain('flat' | 'slope' | 'profile', …))")
+    ws = Workspace() if workspace is None else workspace
     h = mj_model.opt.timestep
     mj_data.qfrc_applied[:] = 0.0 if applied is None else applied
     mujoco.mj_step1(mj_model, mj_data)
+    # every foot's stages before θ is known (the fused call finds it): a foot in the air costs
+    # MuJoCo's smooth acceleration and one Jacobian, less than a second crossing into the kernels
+    mujoco.mj_fwdActuation(mj_model, mj_data)
+    mujoco.mj_fwdAcceleration(mj_model, mj_data)
+    M, jac, moment = ws.arrays(mj_model, len(feet.geoms))
+    mujoco.mj_fullM(mj_model, mj_data, M)
+    for k, g in enumerate(feet.geoms):
+        mujoco.mj_jacGeom(mj_model, mj_data, jac[k, :3], jac[k, 3:], g)
+    _moment_into(mj_model, mj_data, moment)
+    compiled = feet.compiled
+    if compiled is None:
+        out = _reference_frames(mj_model, mj_data, feet, terrain, ws, M, jac, moment)
+    else:
+        out = feet_step(mj_data.geom_xpos, mj_data.geom_xmat, jac, feet.geoms, feet.half_length, feet.radius,
+                        feet.shape, terrain.xs, terrain.zs, ws.contact, ws.warm, M, mj_data.qacc_smooth,
+                        mj_data.qvel, moment, mj_data.ctrl, mj_data.actuator_force, h, *compiled)
+    thetas, contact, ws.steady, ws.warm, Mt, v_free, J, v, c, sticking, status, impulse = out
+    ws.contact = contact
+    if len(contact):
+        if compiled is None or status == step3d.UNSOLVED:
+            inside = law3d.Feet(thetas[contact], J, feet.model.dataset.foot.r_offset * foot_axis(thetas[contact, 1]),
+                                np.tile(GRAIN_MASS, (len(contact), 1)))
+            ref = law3d.step(feet.model, Mt, v_free, inside, h, feet.law, v0=mj_data.qvel.copy() if ws.steady else None)
+            v, c, sticking, status = ref.v, ref.impulses, ref.sticking, step3d.FELL_BACK if ref.fell_back else 0
+            impulse = np.einsum("nap,na->p", inside.Jr, c)
+        mj_data.qfrc_applied += impulse / h
+    mujoco.mj_step2(mj_model, mj_data)
+    if not len(contact):
+        return None, thetas
+    # the work the impulses did, at the velocity MuJoCo integrated with
+    return law3d.Step(v, c, sticking, float(impulse @ mj_data.qvel), status == step3d.FELL_BACK), thetas
+
+
+def _reference_frames(mj_model, mj_data, feet, terrain, ws, M, jac, moment):
+    """:func:`feet_step`'s stages in numpy, for a medium without the compiled form (not an RBF):
+    the same results, with the law left to the caller (status UNSOLVED)."""
     thetas, rotations, centers, _ = foot_frames(mj_data.geom_xpos, mj_data.geom_xmat, feet.geoms, feet.half_length,
                                                 feet.radius, feet.shape, terrain.xs, terrain.zs)
     contact = np.flatnonzero(thetas[:, 0] < 0)
-    warm = None if workspace is None else workspace.start(contact)  # a flight phase ends a steady run
-    result = None
-    if len(contact):
-        mujoco.mj_fwdActuation(mj_model, mj_data)
-        mujoco.mj_fwdAcceleration(mj_model, mj_data)
-        M = np.empty((mj_model.nv, mj_model.nv))
-        mujoco.mj_fullM(mj_model, mj_data, M)
-        jac = np.empty((len(contact), 6, mj_model.nv))
-        for i, k in enumerate(contact):
-            mujoco.mj_jac(mj_model, mj_data, jac[i, :3], jac[i, 3:], centers[k], mj_model.geom_bodyid[feet.geoms[k]])
-        result, impulse = _impulses(mj_model, mj_data, feet, M, jac, rotations[contact], thetas[contact], warm,
-                                    workspace is not None and workspace.steady)
-        mj_data.qfrc_applied += impulse / h
-    mujoco.mj_step2(mj_model, mj_data)
-    if result is not None:  # the work the impulses did, at the velocity MuJoCo integrated with
-        result = replace(result, work=float(impulse @ mj_data.qvel))
-    return result, thetas
-
-
-def _impulses(mj_model, mj_data, feet: GranularFeet, M, jac, rotations, thetas, warm, steady=False):
-    """The contact law's :class:`~granular.contact.law3d.Step` for the feet in the medium and its
-    generalized impulse Σ J_rᵀ c (nv,): one compiled call (:func:`~granular.simulation.coupled3d.coupled`)
-    for an RBF medium; for another, or where the compiled QP does not solve, the numpy reference.
-    ``steady``: the same feet were in the medium the step before (data-flow's Newton then starts
-    from the velocity before the step, ``law3d.step``'s ``v0``)."""
-    model, h = feet.model, mj_model.opt.timestep
-    linear = model._linear
-    moment = _moment(mj_model, mj_data)
-    if warm is None:
-        warm = np.zeros(6 * len(thetas) + 1, np.int64)
-    if warm.shape != (6 * len(thetas) + 1,) or warm.dtype != np.int64:  # the kernel writes it, unchecked
-        raise GranularError(f"the QP's warm start has shape {warm.shape} ({warm.dtype}); it needs "
-                            f"({6 * len(thetas) + 1},) int64 for {len(thetas)} feet (mujoco3d.Workspace keeps it)")
-    state = (M, mj_data.qacc_smooth, mj_data.qvel, moment, mj_data.ctrl, mj_data.actuator_force, h,
-             *_fields(feet.actuation or actuation(mj_model)))
-    if linear is not None:
-        dmap = model.direction_map
-        Mt, v_free, J, v, c, sticking, status, impulse = coupled(
-            *state, jac, rotations, thetas, model.dataset.foot.r_offset, GRAIN_MASS, *linear,
-            model.fixed_normals(law3d.NORMALS), dmap.kernel_inverse, dmap.directions, dmap.geometry, dmap.size,
-            law3d.LAWS.index(feet.law), int(steady), warm)
-        if status != step3d.UNSOLVED:
-            return law3d.Step(v, c, sticking, fell_back=status == step3d.FELL_BACK), impulse
-    else:
-        Mt, v_free = free_motion(*state)
-        J = np.concatenate([rotations.transpose(0, 2, 1) @ jac[:, :3], rotations.transpose(0, 2, 1) @ jac[:, 3:]], axis=1)
-    inside = law3d.Feet(thetas, J, model.dataset.foot.r_offset * foot_axis(thetas[:, 1]), np.tile(GRAIN_MASS, (len(thetas), 1)))
-    result = law3d.step(model, Mt, v_free, inside, h, feet.law, v0=mj_data.qvel.copy() if steady else None)
-    return result, np.einsum("nap,na->p", inside.Jr, result.impulses)
+    warm = ws.start(contact)
+    Mt, v_free = free_motion(M, mj_data.qacc_smooth, mj_data.qvel, moment, mj_data.ctrl, mj_data.actuator_force,
+                             mj_model.opt.timestep, *_fields(feet.actuation or actuation(mj_model)))
+    R, r = rotations[contact], centers[contact] - mj_data.geom_xpos[feet.geoms[contact]]
+    linear = jac[contact, :3] + np.cross(jac[contact, 3:], r[:, :, None], axis=1)  # a point of the body: v + ω × r
+    J = np.concatenate([R.transpose(0, 2, 1) @ linear, R.transpose(0, 2, 1) @ jac[contact, 3:]], axis=1)
+    return thetas, contact, ws.steady, warm, Mt, v_free, J, None, None, None, step3d.UNSOLVED, None
 
 
 def foot_forces(states, thetas, result, h) -> dict:
@@ -276,9 +296,12 @@ def _fields(a: Actuation):
 
 def _moment(mj_model, mj_data) -> np.ndarray:
     """The actuators' moment arms (nu, nv), dense."""
+    return _moment_into(mj_model, mj_data, np.zeros((mj_model.nu, mj_model.nv)))
+
+
+def _moment_into(mj_model, mj_data, moment) -> np.ndarray:
     import mujoco
 
-    moment = np.zeros((mj_model.nu, mj_model.nv))
     if mj_model.nu:
         mujoco.mju_sparse2dense(moment, mj_data.actuator_moment, mj_data.moment_rownnz, mj_data.moment_rowadr,
                                 mj_data.moment_colind)
