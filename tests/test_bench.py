@@ -28,3 +28,17 @@ def test_the_data_flow_floor_is_max_dissipation_plus_the_following_feet_s_coeffi
     assert out["floor_us_per_step_in_one_call"] == pytest.approx(
         out["max_dissipation_us_per_step_in_one_call"] + out["coefficients_us_per_foot"] * out["following_feet_per_step"])
     assert out["batch_ceiling_robot_steps_per_s"] == pytest.approx(2e6 / out["floor_us_per_step_in_one_call"])
+
+
+def test_the_3d_quadruped_bench_times_the_step_its_compiled_call_and_the_gait_apart():
+    """Each law's step, the compiled call within it and the gait controller are timed (no timing is
+    compared), and the step's kernel is left as it was."""
+    from granular.apps import bench3d
+    from granular.simulation import mujoco3d
+
+    kernel = mujoco3d.feet_step
+    out = bench3d.quadruped(steps=5, settle=0.05)
+    assert set(out) == {"data-flow", "max-dissipation"} and mujoco3d.feet_step is kernel
+    for row in out.values():
+        assert set(row) == {"us_per_step", "mean_us_per_step", "compiled_call_us", "gait_us_per_call"}
+        assert all(v > 0 for v in row.values())

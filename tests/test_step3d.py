@@ -64,7 +64,7 @@ def test_the_compiled_step_is_the_reference_step(name, seconds, law):
         arms = model.dataset.foot.r_offset * foot_axis(thetas[:, 1])
         feet = law3d.Feet(thetas, J, arms, np.tile(mujoco3d.GRAIN_MASS, (len(thetas), 1)))
         # the same feet as the step before: Newton starts from qvel
-        ref = law3d.step(model, Mt, v_free, feet, h, law, v0=args[12] if steady else None)
+        ref = law3d.step(model, Mt, v_free, feet, h, law, v0=args[13] if steady else None)
         if status == step3d.UNSOLVED:  # the coupling takes law3d.step's answer itself
             unsolved += 1
             continue
@@ -101,11 +101,13 @@ def test_the_fused_call_takes_mujocos_jacobian_at_p_center():
     for k, g in enumerate(feet.geoms):
         mujoco.mj_jacGeom(m, d, jac[k, :3], jac[k, 3:], g)
     mujoco3d._moment_into(m, d, moment)
-    out = mujoco3d.feet_step(d.geom_xpos, d.geom_xmat, jac, feet.geoms, feet.half_length, feet.radius, feet.shape,
-                             world.terrain.xs, world.terrain.zs, np.zeros(0, np.int64), np.zeros(1, np.int64), M,
-                             d.qacc_smooth, d.qvel, moment, d.ctrl, d.actuator_force, m.opt.timestep, *feet.compiled)
+    applied = np.zeros(m.nv)
+    out = mujoco3d.feet_step(d.geom_xpos, d.geom_xmat, jac, *feet.compiled[0], world.terrain.xs, world.terrain.zs,
+                             np.zeros(0, np.int64), np.zeros(1, np.int64), M, d.qacc_smooth, d.qvel, moment, d.ctrl,
+                             d.actuator_force, m.opt.timestep, *feet.compiled[1], applied)
     contact, J = out[1], out[6]
     assert len(contact) >= 2
+    np.testing.assert_allclose(applied, out[-1] / m.opt.timestep, rtol=1e-15, err_msg="the impulses' force, applied")
     states = mujoco3d.foot_states(m, d, feet, world.terrain)
     for n, k in enumerate(contact):
         jacp, jacr = np.zeros((3, m.nv)), np.zeros((3, m.nv))
@@ -252,6 +254,25 @@ def test_newton_follows_its_last_root_only_while_the_same_feet_stay_in_the_mediu
     ws.reset()
     ws.start(one)
     assert not ws.steady, "after a reset"
+
+
+def test_the_unchecked_call_gets_arrays_as_it_reads_them():
+    """The step calls its kernel unchecked: a Ground of integers, feet arrays of other dtypes and a
+    workspace the user set by hand are made what it reads (or started cold), not read as raw memory."""
+    from dataclasses import replace
+
+    world = scenario3d.build(scenarios.find("drop3d-tilted"))
+    m, d = world.mj_model, world.mj_data
+    ground = mujoco3d.Ground([-100, 100], [0, 0])
+    assert ground.xs.dtype == np.float64 and ground(np.zeros(2))[0] == 0.0
+    feet = replace(world.feet, geoms=world.feet.geoms.astype(np.int32), radius=list(world.feet.radius))
+    ws = mujoco3d.Workspace(contact=[0], warm=[3, 1, 2])
+    landed = None
+    for _ in range(int(0.3 / m.opt.timestep)):
+        result, thetas = mujoco3d.step(m, d, feet, ground, workspace=ws)
+        landed = landed or result
+    assert landed is not None and ws.warm.dtype == np.int64 and np.isfinite(d.qpos).all()
+    assert d.qpos[2] > 0.05, "held up by the medium"
 
 
 def test_proximal_steps_solve_a_singular_qp():

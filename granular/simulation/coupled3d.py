@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from granular.compiled import kernel
 
-from granular.contact.step3d import contact_step
+from granular.contact.step3d import UNSOLVED, contact_step
 from granular.learning.linear import support_3d
 from granular.wrench.flow import solve_into
 
@@ -134,10 +134,10 @@ def coupled(M, qacc, qvel, moment, ctrl, force, h, damping, gain, bias, low, hig
 @kernel("f8[:, ::1], f8[:, ::1], f8[:, :, ::1], i8[::1], f8[::1], f8[::1], i8[::1], f8[::1], f8[::1], i8[::1], i8[::1], "
         "f8[:, ::1], f8[::1], f8[::1], f8[:, ::1], f8[::1], f8[::1], f8, f8[::1], f8[::1], f8[::1], f8[::1], f8[::1], "
         "f8[::1], f8, f8[::1], f8[::1], i8, i8, f8[:, ::1], f8[::1], i8, i8, f8[:, ::1], f8[:, ::1], f8[:, ::1], "
-        "f8[:, ::1], f8[::1], i8, i8")
+        "f8[:, ::1], f8[::1], i8, i8, f8[::1]")
 def feet_step(xpos, xmat, geom_jac, geoms, half, radius, shape, xs, zs, previous, warm, M, qacc, qvel, moment, ctrl,
               force, h, damping, gain, bias, low, high, limited, r_offset, grain, bounds, phi_active, per_depth,
-              centers, c2, kern, degree, coef, A, Kinv, U, geometry, tail, law):
+              centers, c2, kern, degree, coef, A, Kinv, U, geometry, tail, law, applied):
     """A step of every granular foot in one call: :func:`foot_frames` (θ of all F feet), which feet
     are in the medium (d < 0), each one's Jacobian at p_center from MuJoCo's at its geom's centre
     ``geom_jac`` (F, 6, nv) (a point p of the body moves at v_g + ω × (p − g)), and :func:`coupled`
@@ -145,7 +145,8 @@ def feet_step(xpos, xmat, geom_jac, geoms, half, radius, shape, xs, zs, previous
     (6 × len(previous) + 1) starts this one's if they are the same feet (data-flow's Newton then
     starts from ``qvel``). Returns (θ (F, 2), the feet in the medium (N,), steady, the active set to
     keep, and :func:`coupled`'s eight results; with no foot in the medium they are empty and the
-    status solved)."""
+    status solved). Where solved, the impulses' force Σ J_rᵀ c / h is added to ``applied`` (nv,)
+    (MuJoCo's ``qfrc_applied``)."""
     thetas, rotations, feet_centers, axes = foot_frames(xpos, xmat, geoms, half, radius, shape, xs, zs)
     contact = np.flatnonzero(thetas[:, 0] < 0.0)
     N, nv = len(contact), len(qvel)
@@ -174,4 +175,7 @@ def feet_step(xpos, xmat, geom_jac, geoms, half, radius, shape, xs, zs, previous
         M, qacc, qvel, moment, ctrl, force, h, damping, gain, bias, low, high, limited, jac,
         np.ascontiguousarray(rotations[contact]), np.ascontiguousarray(thetas[contact]), r_offset, grain, bounds,
         phi_active, per_depth, centers, c2, kern, degree, coef, A, Kinv, U, geometry, tail, law, int(steady), warm)
+    if status != UNSOLVED:
+        for p in range(nv):
+            applied[p] += impulse[p] / h
     return thetas, contact, steady, warm, Mt, v_free, J, v, c, sticking, status, impulse

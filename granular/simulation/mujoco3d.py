@@ -41,6 +41,7 @@ import numpy as np
 from granular.contact import law3d, step3d
 from granular.errors import GranularError
 from granular.frames3d import foot_axis
+from granular.compiled import unchecked
 from granular.simulation.coupled3d import CAPSULE, CYLINDER, SPHERE, _ground, feet_step, foot_frames, free_motion
 
 log = logging.getLogger(__name__)
@@ -65,17 +66,19 @@ class GranularFeet:
 
     @cached_property
     def compiled(self):
-        """The fused call's constant arguments (:func:`feet_step`'s from ``damping`` on: the
-        integrator's implicit forces, the medium's RBF, the fixed normals, the data map, the law), or
-        None for a medium without the compiled form (not an RBF). Read once: a frozen dataclass, and
-        ``replace`` makes a new one."""
+        """:func:`feet_step`'s constant arguments, checked once (the step calls it unchecked): the
+        feet's geoms and shapes, then from ``damping`` on the integrator's implicit forces, the
+        medium's RBF, the fixed normals, the data map and the law; or None for a medium without the
+        compiled form (not an RBF). Read once: a frozen dataclass, and ``replace`` makes a new one."""
         linear, model = self.model._linear, self.model
         if linear is None or self.actuation is None:
             return None
         dmap = model.direction_map
-        return (*_fields(self.actuation), model.dataset.foot.r_offset, GRAIN_MASS, *linear,
-                model.fixed_normals(law3d.NORMALS), dmap.kernel_inverse, dmap.directions, dmap.geometry, dmap.size,
-                law3d.LAWS.index(self.law))
+        shapes = (self.geoms, self.half_length, self.radius, self.shape)
+        law = (*_fields(self.actuation), model.dataset.foot.r_offset, GRAIN_MASS, *linear,
+               model.fixed_normals(law3d.NORMALS), dmap.kernel_inverse, dmap.directions, dmap.geometry, dmap.size,
+               law3d.LAWS.index(self.law))
+        return tuple(map(_contiguous, shapes)), tuple(map(_contiguous, law))
 
 
 @dataclass(frozen=True)
@@ -219,24 +222,40 @@ def step(mj_model, mj_data, feet: GranularFeet, terrain, applied=None, workspace
     if compiled is None:
         out = _reference_frames(mj_model, mj_data, feet, terrain, ws, M, jac, moment)
     else:
-        out = feet_step(mj_data.geom_xpos, mj_data.geom_xmat, jac, feet.geoms, feet.half_length, feet.radius,
-                        feet.shape, terrain.xs, terrain.zs, ws.contact, ws.warm, M, mj_data.qacc_smooth,
-                        mj_data.qvel, moment, mj_data.ctrl, mj_data.actuator_force, h, *compiled)
+        if not (_is(ws.contact, np.int64, 1) and _is(ws.warm, np.int64, 1)):  # a workspace the user set
+            ws.reset()
+        # unchecked: MuJoCo's arrays, the workspace's and the constants checked once (GranularFeet.compiled, Ground)
+        out = unchecked(feet_step)(mj_data.geom_xpos, mj_data.geom_xmat, jac, *compiled[0], terrain.xs, terrain.zs, ws.contact,
+                         ws.warm, M, mj_data.qacc_smooth, mj_data.qvel, moment, mj_data.ctrl, mj_data.actuator_force,
+                         h, *compiled[1], mj_data.qfrc_applied)
     thetas, contact, ws.steady, ws.warm, Mt, v_free, J, v, c, sticking, status, impulse = out
     ws.contact = contact
-    if len(contact):
-        if compiled is None or status == step3d.UNSOLVED:
-            inside = law3d.Feet(thetas[contact], J, feet.model.dataset.foot.r_offset * foot_axis(thetas[contact, 1]),
-                                np.tile(GRAIN_MASS, (len(contact), 1)))
-            ref = law3d.step(feet.model, Mt, v_free, inside, h, feet.law, v0=mj_data.qvel.copy() if ws.steady else None)
-            v, c, sticking, status = ref.v, ref.impulses, ref.sticking, step3d.FELL_BACK if ref.fell_back else 0
-            impulse = np.einsum("nap,na->p", inside.Jr, c)
+    if len(contact) and status == step3d.UNSOLVED:  # no compiled form, or its QP did not solve: the reference
+        inside = law3d.Feet(thetas[contact], J, feet.model.dataset.foot.r_offset * foot_axis(thetas[contact, 1]),
+                            np.tile(GRAIN_MASS, (len(contact), 1)))
+        ref = law3d.step(feet.model, Mt, v_free, inside, h, feet.law, v0=mj_data.qvel.copy() if ws.steady else None)
+        v, c, sticking, status = ref.v, ref.impulses, ref.sticking, step3d.FELL_BACK if ref.fell_back else 0
+        impulse = np.einsum("nap,na->p", inside.Jr, c)
         mj_data.qfrc_applied += impulse / h
     mujoco.mj_step2(mj_model, mj_data)
     if not len(contact):
         return None, thetas
     # the work the impulses did, at the velocity MuJoCo integrated with
     return law3d.Step(v, c, sticking, float(impulse @ mj_data.qvel), status == step3d.FELL_BACK), thetas
+
+
+
+
+def _is(x, dtype, ndim) -> bool:
+    return x.__class__ is np.ndarray and x.dtype == dtype and x.ndim == ndim and x.flags.c_contiguous
+
+
+def _contiguous(x):
+    """An array as the kernels take them (C order; int64 or float64); a scalar as it is."""
+    if np.isscalar(x):
+        return x
+    x = np.asarray(x)
+    return np.ascontiguousarray(x, np.int64 if np.issubdtype(x.dtype, np.integer) else np.float64)
 
 
 def _reference_frames(mj_model, mj_data, feet, terrain, ws, M, jac, moment):
@@ -321,6 +340,10 @@ class Ground:
 
     xs: np.ndarray
     zs: np.ndarray
+
+    def __post_init__(self):  # the compiled step reads them unchecked
+        object.__setattr__(self, "xs", np.ascontiguousarray(self.xs, dtype=float))
+        object.__setattr__(self, "zs", np.ascontiguousarray(self.zs, dtype=float))
 
     def __call__(self, xy):
         height, normal = _ground(self.xs, self.zs, float(xy[0]))
