@@ -194,7 +194,7 @@ def _drop_negative(ub, active, na, matrices, vectors):
     gt, u, proj = vectors[0], vectors[1], vectors[2]
     while na > 0:
         for j in range(na):   # rhs = −(ub_N + Ñᵀ gt); solve Rᵀ y = rhs, then R u = y
-            acc = -(ub[active[j]] + _vdot(Nt[j], gt, n))
+            acc = -(ub[active[j]] + _rowdot(Nt, j, gt, n))
             for k in range(j):
                 acc -= R[k, j] * proj[k]
             proj[j] = acc / R[j, j]
@@ -250,7 +250,7 @@ def _project(Q, R, na, at, proj, rr, resid):
     for i in range(n):
         resid[i] = at[i]
     for j in range(na):
-        proj[j] = _vdot(Q[j], at, n)
+        proj[j] = _rowdot(Q, j, at, n)
         for i in range(n):
             resid[i] -= proj[j] * Q[j, i]
     for j in range(na - 1, -1, -1):
@@ -277,6 +277,9 @@ def _most_violated(A, x, ub, rows, tol):
         for r in range(rows[f], rows[f + 1]):
             if w == 3:  # the plane's hot loop, unrolled
                 s = A[r, j] * x[j] + A[r, j + 1] * x[j + 1] + A[r, j + 2] * x[j + 2] - ub[r]
+            elif w == 6:  # space's, unrolled in the loop's order (the same sums)
+                s = (((((-ub[r] + A[r, j] * x[j]) + A[r, j + 1] * x[j + 1]) + A[r, j + 2] * x[j + 2])
+                      + A[r, j + 3] * x[j + 3]) + A[r, j + 4] * x[j + 4]) + A[r, j + 5] * x[j + 5]
             else:
                 s = -ub[r]
                 for c in range(j, j + w):
@@ -310,6 +313,25 @@ def _vdot(a, b, n):
     acc = 0.0
     for i in range(n):
         acc += a[i] * b[i]
+    return acc
+
+
+@kernel(inline=True)
+def _rowdot(A, r, b, n):
+    """:func:`_vdot` of A's row r and b, without the row's view (whose reference counting, in
+    the QR's inner loops, cost as much as the products)."""
+    acc = 0.0
+    for i in range(n):
+        acc += A[r, i] * b[i]
+    return acc
+
+
+@kernel(inline=True)
+def _rowsdot(A, r, B, q, n):
+    """:func:`_vdot` of A's row r and B's row q, without views."""
+    acc = 0.0
+    for i in range(n):
+        acc += A[r, i] * B[q, i]
     return acc
 
 
@@ -347,11 +369,11 @@ def _qr(N, k, Q, R, start):
         for i in range(n):
             Q[j, i] = N[j, i]
         for i in range(j):
-            R[i, j] = _vdot(Q[i], Q[j], n)
+            R[i, j] = _rowsdot(Q, i, Q, j, n)
             for c in range(n):
                 Q[j, c] -= R[i, j] * Q[i, c]
-        R[j, j] = np.sqrt(_vdot(Q[j], Q[j], n))
-        if not R[j, j] > INDEPENDENT * np.sqrt(_vdot(N[j], N[j], n)):
+        R[j, j] = np.sqrt(_rowsdot(Q, j, Q, j, n))
+        if not R[j, j] > INDEPENDENT * np.sqrt(_rowsdot(N, j, N, j, n)):
             return False
         for c in range(n):
             Q[j, c] /= R[j, j]

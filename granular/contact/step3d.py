@@ -226,7 +226,9 @@ def _qp(B, H, v_free, A, ub, free, held, active, count):
             Ablock[K * k + r, 6 * k:6 * k + 6] = A[r]
             bound[K * k + r] = ub[idx[k], r]
             top = max(top, abs(ub[idx[k], r]))
-    x, status, size = dual_active_set(P, g, Ablock, bound, rows, NATIVE_TOLERANCE * top, active, count)
+    x, status, size = np.zeros(n), -3, 0
+    if n <= nv:  # with more impulses than dofs P is singular (rank ≤ nv): the plain method would refuse it
+        x, status, size = dual_active_set(P, g, Ablock, bound, rows, NATIVE_TOLERANCE * top, active, count)
     if status == -3:
         # P too near singular for the solver (more impulses than the dofs they move): proximal
         # steps converge to the QP's solution; v⁺ settles within a few (its error shrinks by
