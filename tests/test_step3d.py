@@ -96,11 +96,11 @@ def test_the_fused_call_takes_mujocos_jacobian_at_p_center():
     mujoco.mj_step1(m, d)
     mujoco.mj_fwdActuation(m, d)
     mujoco.mj_fwdAcceleration(m, d)
-    M, jac, moment = mujoco3d.Workspace().arrays(m, len(feet.geoms))
+    M, jac = np.zeros((m.nv, m.nv)), np.zeros((len(feet.geoms), 6, m.nv))
     mujoco.mj_fullM(m, d, M)
     for k, g in enumerate(feet.geoms):
         mujoco.mj_jacGeom(m, d, jac[k, :3], jac[k, 3:], g)
-    mujoco3d._moment_into(m, d, moment)
+    moment = mujoco3d._moment(m, d)
     applied = np.zeros(m.nv)
     out = mujoco3d.feet_step(d.geom_xpos, d.geom_xmat, jac, *feet.compiled[0], world.terrain.xs, world.terrain.zs,
                              np.zeros(0, np.int64), np.zeros(1, np.int64), M, d.qacc_smooth, d.qvel, moment, d.ctrl,

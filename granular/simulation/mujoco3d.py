@@ -157,13 +157,14 @@ def _warn_unlike(mj_model, names, ids, foot, where):
 class Workspace:
     """What a simulation's coupled steps carry from one to the next, as MuJoCo's mjData does: which
     feet were in the medium and the active set of their QP, the next step's warm start; and the
-    arrays MuJoCo fills each step (mass matrix, Jacobians, moment arms), kept rather than allocated."""
+    step's :meth:`binding` to its MuJoCo model and data."""
 
     contact: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     warm: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
     #: the same feet were in the medium the step before: data-flow follows its last root
     steady: bool = False
-    scratch: tuple = ()
+    bound: tuple = ()
+    _last: tuple = (None, None)
 
     def start(self, contact) -> np.ndarray:
         """The warm start for the feet ``contact`` in the medium now (called every step, none in the
@@ -177,12 +178,44 @@ class Workspace:
         """Start the next step cold, as a new simulation would (an episode's reset)."""
         self.contact, self.warm, self.steady = np.zeros(0, np.int64), np.zeros(1, np.int64), False
 
-    def arrays(self, mj_model, feet: int):
-        """(M (nv, nv), the feet's geom Jacobians (feet, 6, nv), moment arms (nu, nv)) to fill."""
-        nv = mj_model.nv
-        if not self.scratch or self.scratch[1].shape != (feet, 6, nv) or self.scratch[2].shape != (mj_model.nu, nv):
-            self.scratch = (np.zeros((nv, nv)), np.zeros((feet, 6, nv)), np.zeros((mj_model.nu, nv)))
-        return self.scratch
+    def binding(self, mj_model, mj_data, feet, terrain) -> tuple:
+        """What :func:`step` reads and fills, made once per model, data, feet and terrain: MuJoCo's
+        functions; numpy views of the mjData arrays it reads (MuJoCo allocates them once, with the
+        mjData); the arrays it fills (M, the feet's geom Jacobians as views per foot, the moment
+        arms); the feet's compiled constants. Found anew where any of the four is another object:
+        looking them up every step cost a quarter of the quadruped's step beside the compiled call."""
+        b = self.bound
+        if b and b[0] is mj_model and b[1] is mj_data and b[2] is feet and b[3] is terrain:
+            return b
+        import mujoco
+
+        if not isinstance(terrain, Ground):
+            raise GranularError(f"the terrain is a {type(terrain).__name__}; granular feet need a mujoco3d.Ground "
+                                f"(mujoco3d.terrain('flat' | 'slope' | 'profile', …))")
+        d, nv = mj_data, mj_model.nv
+        M, jac, moment = np.zeros((nv, nv)), np.zeros((len(feet.geoms), 6, nv)), np.zeros((mj_model.nu, nv))
+        jacobians = tuple((jac[k, :3], jac[k, 3:], int(g)) for k, g in enumerate(feet.geoms))
+        sparse = (d.actuator_moment, d.moment_rownnz, d.moment_rowadr, d.moment_colind) if mj_model.nu else ()
+        functions = (mujoco.mj_step1, mujoco.mj_fwdActuation, mujoco.mj_fwdAcceleration, mujoco.mj_fullM,
+                     mujoco.mj_jacGeom, mujoco.mju_sparse2dense, mujoco.mj_step2)
+        self.bound = (mj_model, mj_data, feet, terrain, functions, mj_model.opt, M, jac, jacobians, moment, sparse,
+                      d.geom_xpos, d.geom_xmat, d.qacc_smooth, d.qvel, d.ctrl, d.actuator_force, d.qfrc_applied,
+                      feet.compiled)
+        return self.bound
+
+    def checked(self):
+        """The feet in the medium and the active set as the compiled step reads them (unchecked):
+        those it returned last, or else arrays the user set, checked (and, if not int64 vectors,
+        the next step started cold)."""
+        if self.contact is not self._last[0] or self.warm is not self._last[1]:
+            if not (_is(self.contact, np.int64, 1) and _is(self.warm, np.int64, 1)):
+                self.reset()
+        return self.contact, self.warm
+
+    def keep(self, contact, warm, steady):
+        """After a compiled step: the feet in the medium and the active set it returned."""
+        self.contact, self.warm, self.steady = contact, warm, steady
+        self._last = (contact, warm)
 
 
 def foot_states(mj_model, mj_data, feet: GranularFeet, terrain):
@@ -200,50 +233,41 @@ def step(mj_model, mj_data, feet: GranularFeet, terrain, applied=None, workspace
     generalized forces of the user's, kept in ``qfrc_applied``; ``workspace`` the simulation's
     :class:`Workspace` (the QP then starts from the last step's active set). Returns the law's
     :class:`~granular.contact.law3d.Step` (None when no foot is in the medium) and the feet's θ (F, 2)."""
-    import mujoco
-
-    if not isinstance(terrain, Ground):
-        raise GranularError(f"the terrain is a {type(terrain).__name__}; granular feet need a mujoco3d.Ground "
-                            f"(mujoco3d.terrain('flat' | 'slope' | 'profile', …))")
     ws = Workspace() if workspace is None else workspace
-    h = mj_model.opt.timestep
-    mj_data.qfrc_applied[:] = 0.0 if applied is None else applied
-    mujoco.mj_step1(mj_model, mj_data)
+    (_, _, _, _, (step1, actuation, acceleration, full_mass, jacobian, dense, step2), opt, M, jac, jacobians, moment,
+     sparse, xpos, xmat, qacc, qvel, ctrl, force, qfrc, compiled) = ws.binding(mj_model, mj_data, feet, terrain)
+    h = opt.timestep  # read every step: a user may change it
+    qfrc[:] = 0.0 if applied is None else applied
+    step1(mj_model, mj_data)
     # every foot's stages before θ is known (the fused call finds it): a foot in the air costs
     # MuJoCo's smooth acceleration and one Jacobian, less than a second crossing into the kernels
-    mujoco.mj_fwdActuation(mj_model, mj_data)
-    mujoco.mj_fwdAcceleration(mj_model, mj_data)
-    M, jac, moment = ws.arrays(mj_model, len(feet.geoms))
-    mujoco.mj_fullM(mj_model, mj_data, M)
-    for k, g in enumerate(feet.geoms):
-        mujoco.mj_jacGeom(mj_model, mj_data, jac[k, :3], jac[k, 3:], g)
-    _moment_into(mj_model, mj_data, moment)
-    compiled = feet.compiled
+    actuation(mj_model, mj_data)
+    acceleration(mj_model, mj_data)
+    full_mass(mj_model, mj_data, M)
+    for jacp, jacr, g in jacobians:
+        jacobian(mj_model, mj_data, jacp, jacr, g)
+    if sparse:
+        dense(moment, *sparse)
     if compiled is None:
         out = _reference_frames(mj_model, mj_data, feet, terrain, ws, M, jac, moment)
     else:
-        if not (_is(ws.contact, np.int64, 1) and _is(ws.warm, np.int64, 1)):  # a workspace the user set
-            ws.reset()
         # unchecked: MuJoCo's arrays, the workspace's and the constants checked once (GranularFeet.compiled, Ground)
-        out = unchecked(feet_step)(mj_data.geom_xpos, mj_data.geom_xmat, jac, *compiled[0], terrain.xs, terrain.zs, ws.contact,
-                         ws.warm, M, mj_data.qacc_smooth, mj_data.qvel, moment, mj_data.ctrl, mj_data.actuator_force,
-                         h, *compiled[1], mj_data.qfrc_applied)
-    thetas, contact, ws.steady, ws.warm, Mt, v_free, J, v, c, sticking, status, impulse = out
-    ws.contact = contact
+        out = unchecked(feet_step)(xpos, xmat, jac, *compiled[0], terrain.xs, terrain.zs, *ws.checked(), M, qacc,
+                                   qvel, moment, ctrl, force, h, *compiled[1], qfrc)
+    thetas, contact, steady, warm, Mt, v_free, J, v, c, sticking, status, impulse = out
+    ws.keep(contact, warm, steady)
     if len(contact) and status == step3d.UNSOLVED:  # no compiled form, or its QP did not solve: the reference
         inside = law3d.Feet(thetas[contact], J, feet.model.dataset.foot.r_offset * foot_axis(thetas[contact, 1]),
                             np.tile(GRAIN_MASS, (len(contact), 1)))
         ref = law3d.step(feet.model, Mt, v_free, inside, h, feet.law, v0=mj_data.qvel.copy() if ws.steady else None)
         v, c, sticking, status = ref.v, ref.impulses, ref.sticking, step3d.FELL_BACK if ref.fell_back else 0
         impulse = np.einsum("nap,na->p", inside.Jr, c)
-        mj_data.qfrc_applied += impulse / h
-    mujoco.mj_step2(mj_model, mj_data)
+        qfrc += impulse / h
+    step2(mj_model, mj_data)
     if not len(contact):
         return None, thetas
     # the work the impulses did, at the velocity MuJoCo integrated with
-    return law3d.Step(v, c, sticking, float(impulse @ mj_data.qvel), status == step3d.FELL_BACK), thetas
-
-
+    return law3d.Step(v, c, sticking, float(impulse @ qvel), status == step3d.FELL_BACK), thetas
 
 
 def _is(x, dtype, ndim) -> bool:
@@ -315,12 +339,9 @@ def _fields(a: Actuation):
 
 def _moment(mj_model, mj_data) -> np.ndarray:
     """The actuators' moment arms (nu, nv), dense."""
-    return _moment_into(mj_model, mj_data, np.zeros((mj_model.nu, mj_model.nv)))
-
-
-def _moment_into(mj_model, mj_data, moment) -> np.ndarray:
     import mujoco
 
+    moment = np.zeros((mj_model.nu, mj_model.nv))
     if mj_model.nu:
         mujoco.mju_sparse2dense(moment, mj_data.actuator_moment, mj_data.moment_rownnz, mj_data.moment_rowadr,
                                 mj_data.moment_colind)
