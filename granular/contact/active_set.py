@@ -32,8 +32,8 @@ def dual_active_set(H, g, A, ub, rows, tol, active, count):
     Warm start: ``active[:count]`` (say, the last step's set) is taken as the first active set,
     less the constraints that are out of range, dependent on the others or whose multipliers come
     out negative (a dual active-set method may start from any set with non-negative multipliers).
-    The set is at most len(x) constraints, so its QR factorisation (of L⁻¹ N, H = L Lᵀ) is rebuilt
-    from a removed constraint on rather than updated. On return ``active[:size]`` is the final set.
+    The QR factorisation of the set (of L⁻¹ N, H = L Lᵀ) grows as a constraint joins and is downdated
+    by Givens rotations as one leaves (:func:`_downdate`). On return ``active[:size]`` is the final set.
     Returns (x, status, size): status ≥ 0 the iterations taken; −1 an infeasible step (impossible
     when x = 0 is feasible), −2 the iteration limit (cycling on a degenerate vertex), −3 H too
     ill-conditioned to trust L⁻¹ (more impulses than the degrees of freedom they move, as a rover's
@@ -152,8 +152,7 @@ def _iterate(A, ub, rows, tol, L, active, na, matrices, vectors):
                 break
             _remove(Nt, active, u, drop, na)
             na -= 1
-            if not _qr(Nt, na, Q, R, drop):
-                return -2, na
+            _downdate(Q, R, na, drop)
             s = -ub[p]
             w = _width(rows, n)
             for c in range(w * f, w * f + w):
@@ -211,8 +210,7 @@ def _drop_negative(ub, active, na, matrices, vectors):
             break
         _remove(Nt, active, u, drop, na)
         na -= 1
-        if not _qr(Nt, na, Q, R, drop):  # rounding made the rest dependent: start cold
-            na = 0
+        _downdate(Q, R, na, drop)
     for j in range(na, n):
         u[j] = 0.0
     return na
@@ -359,22 +357,23 @@ def _backward_into(L, y, x):
 
 
 @kernel()
-def _qr(N, k, Q, R, start):
-    """Q R = N by modified Gram–Schmidt for the vectors N[:k] (rows, as Q's: contiguous), which the
-    active set keeps independent; False if rounding has made them dependent after all. Q R of
-    N[:start] is taken as it stands (vector j's factors depend on N[:j + 1] alone: after a removal,
-    only those behind it change)."""
-    n = N.shape[1]
-    for j in range(start, k):
+def _downdate(Q, R, na, drop):
+    """Q R of the active set after its constraint ``drop`` left it (the set now ``na`` long): R's
+    columns after ``drop`` move one left, which leaves R upper Hessenberg from there, and Givens
+    rotations of rows j, j + 1 of R (and of Q's rows, its columns) make it triangular again (Golub &
+    Van Loan, Matrix Computations, §12.5.2): O(na (na + n)) flops, where rebuilding the factors from
+    ``drop`` on by Gram–Schmidt took O(na² n), most of the quadruped's QP."""
+    n = Q.shape[1]
+    for j in range(drop, na):
+        for i in range(j + 2):
+            R[i, j] = R[i, j + 1]
+    for j in range(drop, na):
+        a, b = R[j, j], R[j + 1, j]
+        r = np.hypot(a, b)
+        c, s = a / r, b / r
+        for k in range(j, na):
+            x, y = R[j, k], R[j + 1, k]
+            R[j, k], R[j + 1, k] = c * x + s * y, c * y - s * x
         for i in range(n):
-            Q[j, i] = N[j, i]
-        for i in range(j):
-            R[i, j] = _rowsdot(Q, i, Q, j, n)
-            for c in range(n):
-                Q[j, c] -= R[i, j] * Q[i, c]
-        R[j, j] = np.sqrt(_rowsdot(Q, j, Q, j, n))
-        if not R[j, j] > INDEPENDENT * np.sqrt(_rowsdot(N, j, N, j, n)):
-            return False
-        for c in range(n):
-            Q[j, c] /= R[j, j]
-    return True
+            x, y = Q[j, i], Q[j + 1, i]
+            Q[j, i], Q[j + 1, i] = c * x + s * y, c * y - s * x

@@ -223,7 +223,8 @@ def _qp(B, H, v_free, A, ub, free, held, active, count):
     top = 1e-12
     for k in range(F):
         for r in range(K):
-            Ablock[K * k + r, 6 * k:6 * k + 6] = A[r]
+            for a in range(6):  # element by element: a row slice's view costs more than its six copies
+                Ablock[K * k + r, 6 * k + a] = A[r, a]
             bound[K * k + r] = ub[idx[k], r]
             top = max(top, abs(ub[idx[k], r]))
     x, status, size = np.zeros(n), -3, 0
