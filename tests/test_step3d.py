@@ -3,6 +3,7 @@ on the steps MuJoCo robots actually take."""
 import numpy as np
 import pytest
 
+from granular.compiled import unchecked
 from granular.contact import law3d, step3d
 from granular.scenarios import scenario as scenarios, scenario3d
 from granular.simulation import mujoco3d
@@ -22,7 +23,7 @@ def captured(name, law, seconds):
     world = scenario3d.build(scenarios.find(name), law=law)
     m, d = world.mj_model, world.mj_data
     calls = []
-    fused = mujoco3d.feet_step
+    fused = unchecked(mujoco3d.feet_step)  # as the step calls it
 
     def keep(*args):
         out = fused(*args)
@@ -102,9 +103,10 @@ def test_the_fused_call_takes_mujocos_jacobian_at_p_center():
         mujoco.mj_jacGeom(m, d, jac[k, :3], jac[k, 3:], g)
     moment = mujoco3d._moment(m, d)
     applied = np.zeros(m.nv)
-    out = mujoco3d.feet_step(d.geom_xpos, d.geom_xmat, jac, *feet.compiled[0], world.terrain.xs, world.terrain.zs,
+    shapes, law = mujoco3d.constants(m, feet)
+    out = mujoco3d.feet_step(d.geom_xpos, d.geom_xmat, jac, *shapes, world.terrain.xs, world.terrain.zs,
                              np.zeros(0, np.int64), np.zeros(1, np.int64), M, d.qacc_smooth, d.qvel, moment, d.ctrl,
-                             d.actuator_force, m.opt.timestep, *feet.compiled[1], applied)
+                             d.actuator_force, m.opt.timestep, *law, applied)
     contact, J = out[1], out[6]
     assert len(contact) >= 2
     np.testing.assert_allclose(applied, out[-1] / m.opt.timestep, rtol=1e-15, err_msg="the impulses' force, applied")
@@ -257,22 +259,76 @@ def test_newton_follows_its_last_root_only_while_the_same_feet_stay_in_the_mediu
 
 
 def test_the_unchecked_call_gets_arrays_as_it_reads_them():
-    """The step calls its kernel unchecked: a Ground of integers, feet arrays of other dtypes and a
-    workspace the user set by hand are made what it reads (or started cold), not read as raw memory."""
+    """The step calls its kernel unchecked, so what it passes is made what the kernel reads, or
+    refused in one clear error, never read as raw memory: a Ground of integers is made floats, one
+    of a single point refused; feet's integer geoms of another width converted, float ones refused;
+    an active set the user set of the wrong length (the kernel writes six entries a foot) started
+    cold; a copied world binds its own mjData."""
+    import copy
     from dataclasses import replace
+
+    from granular.errors import GranularError
 
     world = scenario3d.build(scenarios.find("drop3d-tilted"))
     m, d = world.mj_model, world.mj_data
     ground = mujoco3d.Ground([-100, 100], [0, 0])
     assert ground.xs.dtype == np.float64 and ground(np.zeros(2))[0] == 0.0
+    for xs, zs in (([0.0], [0.0]), ([0.0, 1.0], [0.0]), ([1.0, 0.0], [0.0, 0.0])):
+        with pytest.raises(GranularError, match="Ground's profile"):
+            mujoco3d.Ground(xs, zs)
+    with pytest.raises(GranularError, match="integers"):
+        mujoco3d.step(m, d, replace(world.feet, geoms=world.feet.geoms.astype(float)), ground, workspace=mujoco3d.Workspace())
+    with pytest.raises(GranularError, match="model has"):
+        mujoco3d.step(m, d, replace(world.feet, geoms=world.feet.geoms + m.ngeom), ground, workspace=mujoco3d.Workspace())
     feet = replace(world.feet, geoms=world.feet.geoms.astype(np.int32), radius=list(world.feet.radius))
     ws = mujoco3d.Workspace(contact=[0], warm=[3, 1, 2])
-    landed = None
+    landed = 0
     for _ in range(int(0.3 / m.opt.timestep)):
         result, thetas = mujoco3d.step(m, d, feet, ground, workspace=ws)
-        landed = landed or result
-    assert landed is not None and ws.warm.dtype == np.int64 and np.isfinite(d.qpos).all()
+        landed += result is not None
+        if landed == 5:
+            ws.contact, ws.warm = ws.contact.copy(), np.array([10**6], np.int64)  # a count far past its end
+    assert landed > 50 and len(ws.warm) == 6 * len(ws.contact) + 1 and np.isfinite(d.qpos).all()
     assert d.qpos[2] > 0.05, "held up by the medium"
+    twin = copy.deepcopy(world)
+    for w in (world, twin):
+        for _ in range(20):
+            mujoco3d.step(w.mj_model, w.mj_data, w.feet, w.terrain, workspace=w.workspace)
+    assert twin.workspace.bound[1] is twin.mj_data
+    np.testing.assert_array_equal(twin.mj_data.qpos, world.mj_data.qpos)
+
+
+def test_the_numpy_path_takes_the_compiled_steps_and_feet_without_actuation_stay_compiled():
+    """Where a medium has no compiled form the step takes numpy's stages (the Jacobians moved to
+    p_center, M̃ and v_free) and law3d: on an RBF medium forced onto that path, a drop's trajectory
+    is the compiled one's. Feet built without an Actuation get the model's own and the compiled call."""
+    from dataclasses import replace
+
+    def drop(patch=None):
+        world = scenario3d.build(scenarios.find("drop3d-tilted"))
+        m, d = world.mj_model, world.mj_data
+        feet, called = world.feet, []
+        if patch == "numpy":
+            real, mujoco3d.constants = mujoco3d.constants, lambda *a: None
+        elif patch == "no actuation":
+            feet, real = replace(feet, actuation=None), mujoco3d.feet_step
+            mujoco3d.feet_step = lambda *a: called.append(1) or unchecked(real)(*a)
+        try:
+            for _ in range(int(0.25 / m.opt.timestep)):
+                mujoco3d.step(m, d, feet, world.terrain, workspace=world.workspace)
+        finally:
+            if patch == "numpy":
+                mujoco3d.constants = real
+            elif patch == "no actuation":
+                mujoco3d.feet_step = real
+        return d.qpos.copy(), len(called)
+
+    compiled, _ = drop()
+    numpy_path, _ = drop("numpy")
+    np.testing.assert_allclose(numpy_path, compiled, atol=1e-8)
+    bare, calls = drop("no actuation")
+    assert calls == 250
+    np.testing.assert_array_equal(bare, compiled)
 
 
 def test_proximal_steps_solve_a_singular_qp():

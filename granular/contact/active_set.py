@@ -324,15 +324,6 @@ def _rowdot(A, r, b, n):
     return acc
 
 
-@kernel(inline=True)
-def _rowsdot(A, r, B, q, n):
-    """:func:`_vdot` of A's row r and B's row q, without views."""
-    acc = 0.0
-    for i in range(n):
-        acc += A[r, i] * B[q, i]
-    return acc
-
-
 @kernel()
 def _forward_into(L, b, y, start):
     """y ← L⁻¹ b for lower-triangular L and b zero before ``start`` (a constraint's row: its foot's

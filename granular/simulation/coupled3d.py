@@ -95,9 +95,7 @@ def free_motion(M, qacc, qvel, moment, ctrl, force, h, damping, gain, bias, low,
     return Mt, qvel + h * rhs
 
 
-@kernel("f8[:, ::1], f8[::1], f8[::1], f8[:, ::1], f8[::1], f8[::1], f8, f8[::1], f8[::1], f8[::1], f8[::1], "
-        "f8[::1], f8[::1], f8[:, :, ::1], f8[:, :, ::1], f8[:, ::1], f8, f8[::1], f8[::1], i8, i8, f8[:, ::1], "
-        "f8[::1], i8, i8, f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[::1], i8, i8, i8, i8[::1]")
+@kernel()
 def coupled(M, qacc, qvel, moment, ctrl, force, h, damping, gain, bias, low, high, limited, jac, rotations, thetas,
             r_offset, grain, bounds, phi_active, per_depth, centers, c2, kern, degree, coef, A, Kinv, U, geometry,
             tail, law, steady, warm):
@@ -144,8 +142,8 @@ def feet_step(xpos, xmat, geom_jac, geoms, half, radius, shape, xs, zs, previous
     for them. ``previous``: the feet in the medium the step before, whose QP's active set ``warm``
     (6 × len(previous) + 1) starts this one's if they are the same feet (data-flow's Newton then
     starts from ``qvel``). Returns (θ (F, 2), the feet in the medium (N,), steady, the active set to
-    keep, and :func:`coupled`'s eight results; with no foot in the medium they are empty and the
-    status solved). Where solved, the impulses' force Σ J_rᵀ c / h is added to ``applied`` (nv,)
+    keep, and :func:`coupled`'s eight results; with no foot in the medium: M, v, no Jacobians, v, no
+    impulses, no feet sticking, status solved and a zero generalized impulse). Where solved, the impulses' force Σ J_rᵀ c / h is added to ``applied`` (nv,)
     (MuJoCo's ``qfrc_applied``)."""
     thetas, rotations, feet_centers, axes = foot_frames(xpos, xmat, geoms, half, radius, shape, xs, zs)
     contact = np.flatnonzero(thetas[:, 0] < 0.0)

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from functools import cached_property
 
 import numpy as np
 
@@ -63,22 +62,6 @@ class GranularFeet:
     # change the model's integrator, damping or actuator gains after (domain randomisation), and
     # replace(feet, actuation=actuation(mj_model)), or the law no longer sees what MuJoCo integrates
     actuation: "Actuation | None" = None
-
-    @cached_property
-    def compiled(self):
-        """:func:`feet_step`'s constant arguments, checked once (the step calls it unchecked): the
-        feet's geoms and shapes, then from ``damping`` on the integrator's implicit forces, the
-        medium's RBF, the fixed normals, the data map and the law; or None for a medium without the
-        compiled form (not an RBF). Read once: a frozen dataclass, and ``replace`` makes a new one."""
-        linear, model = self.model._linear, self.model
-        if linear is None or self.actuation is None:
-            return None
-        dmap = model.direction_map
-        shapes = (self.geoms, self.half_length, self.radius, self.shape)
-        law = (*_fields(self.actuation), model.dataset.foot.r_offset, GRAIN_MASS, *linear,
-               model.fixed_normals(law3d.NORMALS), dmap.kernel_inverse, dmap.directions, dmap.geometry, dmap.size,
-               law3d.LAWS.index(self.law))
-        return tuple(map(_contiguous, shapes)), tuple(map(_contiguous, law))
 
 
 @dataclass(frozen=True)
@@ -163,12 +146,17 @@ class Workspace:
     warm: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
     #: the same feet were in the medium the step before: data-flow follows its last root
     steady: bool = False
-    bound: tuple = ()
-    _last: tuple = (None, None)
+    bound: tuple = field(default=(), repr=False, compare=False)
+    _last: tuple = field(default=(None, None), repr=False, compare=False)
+
+    def __getstate__(self):
+        """A copy (deepcopy, pickle) binds anew: its views would be of the original's mjData."""
+        return {**self.__dict__, "bound": (), "_last": (None, None)}
 
     def start(self, contact) -> np.ndarray:
-        """The warm start for the feet ``contact`` in the medium now (called every step, none in the
-        medium too): the last step's set if they are the same feet, else a cold one."""
+        """The warm start for the feet ``contact`` in the medium now (the numpy path's bookkeeping,
+        at every step, none in the medium too; the compiled step keeps it in :func:`feet_step`): the
+        last step's set if they are the same feet, else a cold one."""
         self.steady = len(contact) > 0 and np.array_equal(contact, self.contact)
         if not self.steady:
             self.contact, self.warm = contact, np.zeros(6 * len(contact) + 1, np.int64)
@@ -200,7 +188,7 @@ class Workspace:
                      mujoco.mj_jacGeom, mujoco.mju_sparse2dense, mujoco.mj_step2)
         self.bound = (mj_model, mj_data, feet, terrain, functions, mj_model.opt, M, jac, jacobians, moment, sparse,
                       d.geom_xpos, d.geom_xmat, d.qacc_smooth, d.qvel, d.ctrl, d.actuator_force, d.qfrc_applied,
-                      feet.compiled)
+                      constants(mj_model, feet))
         return self.bound
 
     def checked(self):
@@ -208,7 +196,8 @@ class Workspace:
         those it returned last, or else arrays the user set, checked (and, if not int64 vectors,
         the next step started cold)."""
         if self.contact is not self._last[0] or self.warm is not self._last[1]:
-            if not (_is(self.contact, np.int64, 1) and _is(self.warm, np.int64, 1)):
+            if not (_is(self.contact, np.int64, 1) and _is(self.warm, np.int64, 1)
+                    and len(self.warm) == 6 * len(self.contact) + 1):  # the kernel writes 6 per foot
                 self.reset()
         return self.contact, self.warm
 
@@ -270,16 +259,53 @@ def step(mj_model, mj_data, feet: GranularFeet, terrain, applied=None, workspace
     return law3d.Step(v, c, sticking, float(impulse @ qvel), status == step3d.FELL_BACK), thetas
 
 
+#: :func:`feet_step`'s constant arguments as it declares them (dtype, dimensions): the feet's geoms and
+#: shapes, then from ``damping`` on (scalars 0-D)
+_FEET = (("i8", 1), ("f8", 1), ("f8", 1), ("i8", 1))
+_LAW = (("f8", 1),) * 6 + (("f8", 0), ("f8", 1), ("f8", 1), ("i8", 0), ("i8", 0), ("f8", 2), ("f8", 1), ("i8", 0),
+                          ("i8", 0), ("f8", 2), ("f8", 2), ("f8", 2), ("f8", 2), ("f8", 1), ("i8", 0), ("i8", 0))
+
+
+def constants(mj_model, feet: GranularFeet):
+    """:func:`feet_step`'s constant arguments for ``feet`` on ``mj_model``, made once per binding
+    (the step calls it unchecked) as the kernel declares them and checked against the model: the
+    feet's geoms and shapes, then the integrator's implicit forces (``feet.actuation``, or the
+    model's own), the medium's RBF, the fixed normals, the data map and the law. None for a medium
+    without the compiled form (not an RBF): the step then takes the numpy reference."""
+    model = feet.model
+    linear = model._linear
+    if linear is None:
+        return None
+    dmap, act = model.direction_map, feet.actuation or actuation(mj_model)
+    shapes = tuple(_declared(x, *spec) for x, spec in zip((feet.geoms, feet.half_length, feet.radius, feet.shape), _FEET))
+    law = tuple(_declared(x, *spec) for x, spec in zip(
+        (*_fields(act), model.dataset.foot.r_offset, GRAIN_MASS, *linear, model.fixed_normals(law3d.NORMALS),
+         dmap.kernel_inverse, dmap.directions, dmap.geometry, dmap.size, law3d.LAWS.index(feet.law)), _LAW))
+    geoms = shapes[0]
+    if {len(x) for x in shapes} != {len(geoms)} or not ((geoms >= 0) & (geoms < mj_model.ngeom)).all():
+        raise GranularError(f"granular feet: {len(geoms)} geoms {geoms.tolist()} with {len(shapes[1])} lengths, "
+                            f"{len(shapes[2])} radii and {len(shapes[3])} shapes; the model has {mj_model.ngeom} geoms")
+    if len(law[0]) != mj_model.nv or any(len(x) != mj_model.nu for x in law[1:6]):
+        raise GranularError(f"granular feet: the actuation is for another model (damping for {len(law[0])} dofs, "
+                            f"gains for {len(law[1])} actuators; this model has {mj_model.nv} and {mj_model.nu}): "
+                            f"replace(feet, actuation=mujoco3d.actuation(mj_model))")
+    return shapes, law
+
+
+def _declared(x, dtype, ndim):
+    """x as a kernel argument declared ``dtype`` (f8 or i8) with ``ndim`` dimensions (0: a scalar)."""
+    kind = np.float64 if dtype == "f8" else np.int64
+    if ndim == 0:
+        return float(x) if kind is np.float64 else int(x)
+    x = np.asarray(x)
+    if x.ndim != ndim or (kind is np.int64 and not np.issubdtype(x.dtype, np.integer)):
+        raise GranularError(f"granular feet: an array of shape {x.shape} and type {x.dtype} where the compiled step "
+                            f"takes {ndim}-D {'integers' if kind is np.int64 else 'numbers'}")
+    return np.ascontiguousarray(x, kind)
+
+
 def _is(x, dtype, ndim) -> bool:
     return x.__class__ is np.ndarray and x.dtype == dtype and x.ndim == ndim and x.flags.c_contiguous
-
-
-def _contiguous(x):
-    """An array as the kernels take them (C order; int64 or float64); a scalar as it is."""
-    if np.isscalar(x):
-        return x
-    x = np.asarray(x)
-    return np.ascontiguousarray(x, np.int64 if np.issubdtype(x.dtype, np.integer) else np.float64)
 
 
 def _reference_frames(mj_model, mj_data, feet, terrain, ws, M, jac, moment):
@@ -363,8 +389,13 @@ class Ground:
     zs: np.ndarray
 
     def __post_init__(self):  # the compiled step reads them unchecked
-        object.__setattr__(self, "xs", np.ascontiguousarray(self.xs, dtype=float))
-        object.__setattr__(self, "zs", np.ascontiguousarray(self.zs, dtype=float))
+        xs, zs = (np.ascontiguousarray(a, dtype=float) for a in (self.xs, self.zs))
+        if xs.ndim != 1 or xs.shape != zs.shape or len(xs) < 2 or not (np.diff(xs) > 0).all() \
+                or not np.isfinite(zs).all():
+            raise GranularError(f"a Ground's profile needs two or more points, x increasing, as two 1-D arrays of "
+                                f"one length; got x of shape {xs.shape}, z of shape {zs.shape}")
+        object.__setattr__(self, "xs", xs)
+        object.__setattr__(self, "zs", zs)
 
     def __call__(self, xy):
         height, normal = _ground(self.xs, self.zs, float(xy[0]))
