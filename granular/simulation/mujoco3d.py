@@ -240,7 +240,7 @@ def step(mj_model, mj_data, feet: GranularFeet, terrain, applied=None, workspace
     if compiled is None:
         out = _reference_frames(mj_model, mj_data, feet, terrain, ws, M, jac, moment)
     else:
-        # unchecked: MuJoCo's arrays, the workspace's and the constants checked once (GranularFeet.compiled, Ground)
+        # unchecked: MuJoCo's arrays, the workspace's and the constants checked once (constants, Ground)
         out = unchecked(feet_step)(xpos, xmat, jac, *compiled[0], terrain.xs, terrain.zs, *ws.checked(), M, qacc,
                                    qvel, moment, ctrl, force, h, *compiled[1], qfrc)
     thetas, contact, steady, warm, Mt, v_free, J, v, c, sticking, status, impulse = out
