@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import quadprog
 
-from granular.contact.active_set import NATIVE_TOLERANCE, dual_active_set
+from granular.contact.active_set import dual_active_set
 from granular.contact.qp import stack_blocks
 from granular.contact.reduction import strictly_convex
 from granular.scenarios import scenario as scenarios

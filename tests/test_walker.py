@@ -86,7 +86,6 @@ def slippery(tmp_path_factory):
 def test_the_qps_kinetic_friction_bounds_only_a_sliding_foot(slippery):
     """A Coulomb floor's W for a foot sliding at the step's start holds friction up to μ_k N, not μ_s N;
     a foot at rest keeps μ_s."""
-    from dataclasses import replace
 
     from granular.contact.qp import ContactQP
     from granular.learning.catalog import load_model

@@ -47,7 +47,6 @@ def test_bad_wheels_and_loads_are_clear_errors():
 
 # --- the wheel as a learned contact body (sim/wheel-bed.toml, sim/rover-climb.toml) ---
 
-from dataclasses import replace  # noqa: E402
 
 from granular.data import dataset as wd  # noqa: E402
 from granular.data.sampling import mirror_permutation  # noqa: E402
