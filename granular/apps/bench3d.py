@@ -47,7 +47,8 @@ def quadruped(scenario: str = "quad3d-trot", steps: int = 200, settle: float = 1
     from granular.simulation import mujoco3d
 
     out = {}
-    fused = unchecked(mujoco3d.feet_step)  # as the step calls it
+    kernel = mujoco3d.feet_step
+    fused = unchecked(kernel)  # as the step calls it
     for law in ("data-flow", "max-dissipation"):
         world = scenario3d.build(scenarios.find(scenario), law=law)
         m, d = world.mj_model, world.mj_data
@@ -72,7 +73,7 @@ def quadruped(scenario: str = "quad3d-trot", steps: int = 200, settle: float = 1
                 mujoco3d.step(m, d, world.feet, world.terrain, workspace=world.workspace)
                 times[i], gait[i] = time.perf_counter() - t1, t1 - t0
         finally:
-            mujoco3d.feet_step = fused
+            mujoco3d.feet_step = kernel
         out[law] = {"us_per_step": float(np.median(times) * 1e6), "mean_us_per_step": float(np.mean(times) * 1e6),
                     "compiled_call_us": float(np.median(calls) * 1e6), "gait_us_per_call": float(np.median(gait) * 1e6)}
     return out
