@@ -143,8 +143,8 @@ def feet_step(xpos, xmat, geom_jac, geoms, half, radius, shape, xs, zs, previous
     (6 × len(previous) + 1) starts this one's if they are the same feet (data-flow's Newton then
     starts from ``qvel``). Returns (θ (F, 2), the feet in the medium (N,), steady, the active set to
     keep, and :func:`coupled`'s eight results; with no foot in the medium: M, v, no Jacobians, v, no
-    impulses, no feet sticking, status solved and a zero generalized impulse). Where solved, the impulses' force Σ J_rᵀ c / h is added to ``applied`` (nv,)
-    (MuJoCo's ``qfrc_applied``)."""
+    impulses, no feet sticking, status solved and a zero generalized impulse). Where solved, the
+    impulses' force Σ J_rᵀ c / h is added to ``applied`` (nv,) (MuJoCo's ``qfrc_applied``)."""
     thetas, rotations, feet_centers, axes = foot_frames(xpos, xmat, geoms, half, radius, shape, xs, zs)
     contact = np.flatnonzero(thetas[:, 0] < 0.0)
     N, nv = len(contact), len(qvel)
