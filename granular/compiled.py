@@ -109,6 +109,7 @@ def kernel(*arg_types: str, inline: bool = False):
         compiled = njit(cache=cache, error_model="numpy", inline="always" if inline else "never")(fn)
         if arg_types:
             _exports[name] = (compiled, ", ".join(arg_types))
+            compiled.specs = _parse(arg_types)
         return compiled
 
     return wrap
@@ -167,8 +168,14 @@ def _guarded(compiled, fn, arg_types):
     namespace = {"ndarray": np.ndarray, "compiled": compiled, "coerced": _coerced, "specs": specs}
     exec(source, namespace)
     guarded = namespace[fn.__name__]
-    guarded.__doc__, guarded.__wrapped__, guarded.unchecked = fn.__doc__, fn, compiled
+    guarded.__doc__, guarded.__wrapped__, guarded.unchecked, guarded.specs = fn.__doc__, fn, compiled, specs
     return guarded
+
+
+def declared(fn) -> list:
+    """(dtype, number of dimensions) of each argument an exported kernel declares (0: a scalar), in
+    either mode: what a caller of :func:`unchecked` must pass."""
+    return [(_BY_NUM[num], ndim) for num, ndim, _ in fn.specs]
 
 
 def unchecked(fn):

@@ -317,7 +317,7 @@ def _vdot(a, b, n):
 @kernel(inline=True)
 def _rowdot(A, r, b, n):
     """:func:`_vdot` of A's row r and b, without the row's view (whose reference counting, in
-    the QR's inner loops, cost as much as the products)."""
+    the active set's inner loops, cost as much as the products)."""
     acc = 0.0
     for i in range(n):
         acc += A[r, i] * b[i]

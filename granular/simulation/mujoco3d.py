@@ -37,10 +37,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from granular.compiled import declared, unchecked
 from granular.contact import law3d, step3d
 from granular.errors import GranularError
 from granular.frames3d import foot_axis
-from granular.compiled import unchecked
+from granular.simulation import coupled3d
 from granular.simulation.coupled3d import CAPSULE, CYLINDER, SPHERE, _ground, feet_step, foot_frames, free_motion
 
 log = logging.getLogger(__name__)
@@ -259,13 +260,6 @@ def step(mj_model, mj_data, feet: GranularFeet, terrain, applied=None, workspace
     return law3d.Step(v, c, sticking, float(impulse @ qvel), status == step3d.FELL_BACK), thetas
 
 
-#: :func:`feet_step`'s constant arguments as it declares them (dtype, dimensions): the feet's geoms and
-#: shapes, then from ``damping`` on (scalars 0-D)
-_FEET = (("i8", 1), ("f8", 1), ("f8", 1), ("i8", 1))
-_LAW = (("f8", 1),) * 6 + (("f8", 0), ("f8", 1), ("f8", 1), ("i8", 0), ("i8", 0), ("f8", 2), ("f8", 1), ("i8", 0),
-                          ("i8", 0), ("f8", 2), ("f8", 2), ("f8", 2), ("f8", 2), ("f8", 1), ("i8", 0), ("i8", 0))
-
-
 def constants(mj_model, feet: GranularFeet):
     """:func:`feet_step`'s constant arguments for ``feet`` on ``mj_model``, made once per binding
     (the step calls it unchecked) as the kernel declares them and checked against the model: the
@@ -277,10 +271,13 @@ def constants(mj_model, feet: GranularFeet):
     if linear is None:
         return None
     dmap, act = model.direction_map, feet.actuation or actuation(mj_model)
-    shapes = tuple(_declared(x, *spec) for x, spec in zip((feet.geoms, feet.half_length, feet.radius, feet.shape), _FEET))
-    law = tuple(_declared(x, *spec) for x, spec in zip(
-        (*_fields(act), model.dataset.foot.r_offset, GRAIN_MASS, *linear, model.fixed_normals(law3d.NORMALS),
-         dmap.kernel_inverse, dmap.directions, dmap.geometry, dmap.size, law3d.LAWS.index(feet.law)), _LAW))
+    specs = declared(coupled3d.feet_step)  # the kernel's own (tests and the bench stand in for mujoco3d's name)
+    shapes = (feet.geoms, feet.half_length, feet.radius, feet.shape)
+    law = (*_fields(act), model.dataset.foot.r_offset, GRAIN_MASS, *linear, model.fixed_normals(law3d.NORMALS),
+           dmap.kernel_inverse, dmap.directions, dmap.geometry, dmap.size, law3d.LAWS.index(feet.law))
+    # their places in feet_step's arguments: after xpos, xmat, geom_jac; from damping to the last but applied
+    shapes = tuple(_declared(x, *spec) for x, spec in zip(shapes, specs[3:7], strict=True))
+    law = tuple(_declared(x, *spec) for x, spec in zip(law, specs[18:-1], strict=True))
     geoms = shapes[0]
     if {len(x) for x in shapes} != {len(geoms)} or not ((geoms >= 0) & (geoms < mj_model.ngeom)).all():
         raise GranularError(f"granular feet: {len(geoms)} geoms {geoms.tolist()} with {len(shapes[1])} lengths, "
@@ -293,15 +290,15 @@ def constants(mj_model, feet: GranularFeet):
 
 
 def _declared(x, dtype, ndim):
-    """x as a kernel argument declared ``dtype`` (f8 or i8) with ``ndim`` dimensions (0: a scalar)."""
-    kind = np.float64 if dtype == "f8" else np.int64
+    """x as a kernel argument declared ``dtype`` (float64 or int64) with ``ndim`` dimensions (0: a scalar)."""
+    integer = np.issubdtype(dtype, np.integer)
     if ndim == 0:
-        return float(x) if kind is np.float64 else int(x)
+        return int(x) if integer else float(x)
     x = np.asarray(x)
-    if x.ndim != ndim or (kind is np.int64 and not np.issubdtype(x.dtype, np.integer)):
+    if x.ndim != ndim or (integer and not np.issubdtype(x.dtype, np.integer)):
         raise GranularError(f"granular feet: an array of shape {x.shape} and type {x.dtype} where the compiled step "
-                            f"takes {ndim}-D {'integers' if kind is np.int64 else 'numbers'}")
-    return np.ascontiguousarray(x, kind)
+                            f"takes {ndim}-D {'integers' if integer else 'numbers'}")
+    return np.ascontiguousarray(x, dtype)
 
 
 def _is(x, dtype, ndim) -> bool:
