@@ -172,7 +172,8 @@ def test_the_data_maps_jacobian_is_its_derivative(which):
     for _ in range(40):
         twist = rng.normal(size=6) * dmap.scale
         w, dw = np.zeros(6), np.zeros((6, 6))
-        flow3d.flow_into(Q, dmap.directions, dmap.geometry, phi, arm, twist, w, dw, np.zeros((12, 6)))
+        flow3d.flow_into(Q, dmap.directions, dmap.geometry, phi, arm, twist, w, dw, np.zeros((12, 6)),
+                         np.zeros(len(dmap.directions)))
         ref = dmap.wrenches(points, [phi], twist[None], arm[None])[0]
         np.testing.assert_allclose(w, ref, rtol=1e-10, atol=1e-9 * np.abs(ref).max())
         corrected += not np.allclose(_interpolant(dmap, Q, phi, twist), ref)
@@ -187,7 +188,8 @@ def test_the_data_maps_jacobian_is_its_derivative(which):
     if which == "random":
         assert 5 < corrected < 35, "both branches are tried"
     w, dw = np.ones(6), np.ones((6, 6))
-    flow3d.flow_into(Q, dmap.directions, dmap.geometry, phi, arm, np.zeros(6), w, dw, np.zeros((12, 6)))
+    flow3d.flow_into(Q, dmap.directions, dmap.geometry, phi, arm, np.zeros(6), w, dw, np.zeros((12, 6)),
+                     np.zeros(len(dmap.directions)))
     assert not w.any() and not dw.any(), "zero at rest"
 
 
@@ -230,7 +232,7 @@ def test_a_blown_up_state_is_left_to_the_reference_and_a_callable_terrain_is_ref
     J = np.ascontiguousarray(np.eye(6)[None, :, :nv])
     out = step3d.contact_step(np.eye(nv), np.full(nv, np.nan), np.zeros(nv), J, np.array([[0.0, 0.0, 0.25]]),
                               np.zeros((1, 6)), A, 1e-3 * b, points, np.array([0.3]), dmap.kernel_inverse,
-                              dmap.directions, dmap.geometry, dmap.size, 1e-3, 1, np.zeros(7, np.int64))
+                              dmap.tail_inverse, dmap.directions, dmap.geometry, dmap.size, 1e-3, 1, np.zeros(7, np.int64))
     assert out[3] == step3d.UNSOLVED
     with pytest.raises(GranularError, match="mujoco3d.Ground"):
         mujoco3d.step(world.mj_model, world.mj_data, world.feet, lambda xy: (0.0, np.array([0.0, 0.0, 1.0])))

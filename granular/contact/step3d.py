@@ -31,18 +31,19 @@ PROXIMAL, PROXIMAL_STEPS = 1e-6, 16
 
 
 @kernel("f8[:, ::1], f8[::1], f8[::1], f8[:, :, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], "
-        "f8[:, :, ::1], f8[::1], f8[:, ::1], f8[:, ::1], f8[::1], i8, f8, i8, i8[::1]")
-def contact_step(Mt, v_free, v0, J, arms, grain, A, ub, points, phis, Kinv, U, geometry, tail, h, law, warm):
+        "f8[:, :, ::1], f8[::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[::1], i8, f8, i8, i8[::1]")
+def contact_step(Mt, v_free, v0, J, arms, grain, A, ub, points, phis, Kinv, KT, U, geometry, tail, h, law, warm):
     """(v⁺ (nv,), impulses (N, 6) about p_r, sticking (N,), status, the generalized impulse Σ J_rᵀ c
     (nv,)) of one step: ``law`` 0 is
     max-dissipation, 1 data-flow. Arguments as :func:`granular.contact.law3d.step` takes them, unpacked:
     the effective mass M̃, v_free, the velocity before the step v0 (data-flow's first guess; length 0:
     none), per foot J (N, 6, nv), arms (N, 3), grains' masses (N, 6), the
     fixed normals A (K, 6) and offsets ``ub`` = h b (N, K), the extreme wrenches (N, m, 6), the
-    feet's tilts φ (N,), and the data map's K⁻¹ (m, m), directions U (m, 6), geometry (7,) and its
-    tail's size (:class:`granular.wrench.flow3d.SphereMap`). ``warm`` (6N + 1,): the active set of the QP over
-    every foot, its size first, taken as the start (say, the last step's with the same feet in the
-    medium; any set is a valid start) and left there for the next step."""
+    feet's tilts φ (N,), and the data map's K⁻¹ (m, m), its constant tail parts KT (m + 7, 7),
+    directions U (m, 6), geometry (7,) and its tail's size (:class:`granular.wrench.flow3d.SphereMap`).
+    ``warm`` (6N + 1,): the active set of the QP over every foot, its size first, taken as the start
+    (say, the last step's with the same feet in the medium; any set is a valid start) and left there
+    for the next step."""
     N, nv = J.shape[0], len(v_free)
     if not np.isfinite(v_free).all():  # a blown-up state: the reference says how (max and min drop NaN)
         return v_free.copy(), np.zeros((N, 6)), np.zeros(N, np.bool_), UNSOLVED, np.zeros(nv)
@@ -84,7 +85,7 @@ def contact_step(Mt, v_free, v0, J, arms, grain, A, ub, points, phis, Kinv, U, g
         return _out(Jr, _moved(B, v_free, c, every), c, sticking, SOLVED)
     Q = np.zeros((N, U.shape[0] + tail, 6))  # the sliding feet's interpolants, solved in one call
     idx = np.flatnonzero(slide)
-    solved = coefficients(Kinv, U, geometry, tail, phis[idx], np.ascontiguousarray(points[idx]))
+    solved = coefficients(Kinv, KT, U, geometry, tail, phis[idx], np.ascontiguousarray(points[idx]))
     for k in range(len(idx)):
         Q[idx[k]] = solved[k]
     for it in range(ITERATIONS):
@@ -93,19 +94,15 @@ def contact_step(Mt, v_free, v0, J, arms, grain, A, ub, points, phis, Kinv, U, g
         # max-dissipation's (law3d.step says why); then from the last root
         ok = False
         if it > 0 or len(v0) == nv:
-            v, ok = _newton(base, v if it > 0 else v0, B, J, arms, Q, U, geometry, phis, slide, h)
+            v, flows, ok = _newton(base, v if it > 0 else v0, B, J, arms, Q, U, geometry, phis, slide, h)
         if it == 0 and not ok:
-            v, ok = _newton(base, _moved(B, v_free, md, every), B, J, arms, Q, U, geometry, phis, slide, h)
+            v, flows, ok = _newton(base, _moved(B, v_free, md, every), B, J, arms, Q, U, geometry, phis, slide, h)
         if not ok:
             return _out(Jr, _moved(B, v_free, md, every), md, _inside(A, ub, md), FELL_BACK)
         c_new = c.copy()
-        w, dw, work = np.zeros(6), np.zeros((6, 6)), np.zeros((12, 6))
-        twist = np.empty(6)
         for n in range(N):
             if slide[n]:
-                _twist(J[n], v, twist)
-                flow_into(Q[n], U, geometry, phis[n], arms[n], twist, w, dw, work)
-                c_new[n] = h * w
+                c_new[n] = h * flows[n]
         if not sticking.any():  # every foot slides: nothing else to settle
             c = c_new
             break
@@ -244,36 +241,84 @@ def _qp(B, H, v_free, A, ub, free, held, active, count):
 @kernel()
 def _newton(base, start, B, J, arms, Q, U, geometry, phis, slide, h):
     """law3d._slide: Newton's method on v = base + h Σ_slide M̃⁻¹ J_rᵀ w(J v) from ``start``, with w's
-    exact Jacobian, each step backtracked until the residual falls (law3d.BACKTRACK). Returns (v, converged)."""
-    nv = len(base)
+    exact Jacobian, each step backtracked until the residual falls (law3d.BACKTRACK). Returns (v, the
+    sliding feet's wrenches w(J v) (N, 6) at that v, converged).
+
+    The Newton matrix G = I − h Σ_n B_n dW_n J_n (B_n = M̃⁻¹ J_rnᵀ) differs from I by rank 6 per
+    sliding foot, so each step solves it through the feet (Woodbury): z from
+    (I − h D dW) z = J r, the blocks D_ab = J_a B_b made once, then G⁻¹ r = r + h Σ_b B_b dW_b z_b.
+    Fewer than nv unknowns, and no nv × nv matrix built at each evaluation."""
+    nv, N = len(base), B.shape[0]
+    idx = np.flatnonzero(slide)
+    S = len(idx)
+    D = np.empty((6 * S, 6 * S))
+    for a in range(S):
+        for b in range(S):
+            for i in range(6):
+                for k in range(6):
+                    acc = 0.0
+                    for p in range(nv):
+                        acc += J[idx[a], i, p] * B[idx[b], p, k]
+                    D[6 * a + i, 6 * b + k] = acc
     v, trial = start.copy(), np.empty(nv)
-    residual, G = np.empty(nv), np.empty((nv, nv))
-    trial_residual, trial_G = np.empty(nv), np.empty((nv, nv))
-    step, work = np.empty((nv, 1)), np.empty((20 + nv, 6))
-    size = _residual(v, base, B, J, arms, Q, U, geometry, phis, slide, h, residual, G, work)
+    residual, flows, slopes = np.empty(nv), np.zeros((N, 6)), np.zeros((N, 6, 6))
+    trial_residual, trial_flows, trial_slopes = np.empty(nv), np.zeros((N, 6)), np.zeros((N, 6, 6))
+    step, M, z = np.empty(nv), np.empty((6 * S, 6 * S)), np.empty((6 * S, 1))
+    work, radial = np.empty((13, 6)), np.empty(U.shape[0])
+    size = _residual(v, base, B, J, arms, Q, U, geometry, phis, slide, h, residual, flows, slopes, work, radial)
     for _ in range(NEWTON_STEPS):
         if _converged(v, residual):
-            return v, True
-        for p in range(nv):
-            step[p, 0] = residual[p]
-        solve_into(G, step)  # G is overwritten: the accepted trial's replaces it
+            return v, flows, True
+        _newton_step(D, B, J, idx, slopes, residual, h, M, z, step)
         alpha, accepted = 1.0, False
         for _ in range(BACKTRACK + 1):
             for p in range(nv):
-                trial[p] = v[p] - alpha * step[p, 0]
-            trial_size = _residual(trial, base, B, J, arms, Q, U, geometry, phis, slide, h, trial_residual, trial_G,
-                                   work)
+                trial[p] = v[p] - alpha * step[p]
+            trial_size = _residual(trial, base, B, J, arms, Q, U, geometry, phis, slide, h, trial_residual,
+                                   trial_flows, trial_slopes, work, radial)
             if trial_size <= (1.0 - ARMIJO * alpha) * size:
                 accepted = True
                 break
             alpha *= 0.5
         if not accepted:
-            return v, False
+            return v, flows, False
         v, trial = trial, v
         residual, trial_residual = trial_residual, residual
-        G, trial_G = trial_G, G
+        flows, trial_flows = trial_flows, flows
+        slopes, trial_slopes = trial_slopes, slopes
         size = trial_size
-    return v, _converged(v, residual)
+    return v, flows, _converged(v, residual)
+
+
+@kernel()
+def _newton_step(D, B, J, idx, slopes, residual, h, M, z, step):
+    """step ← G⁻¹ residual (:func:`_newton`'s G, through the sliding feet ``idx``: M = I − h D dW,
+    z = M⁻¹ J r, step = r + h Σ_b B_b dW_b z_b); M and z (6S, 1) are scratch."""
+    nv, S = len(residual), len(idx)
+    for a in range(S):
+        for i in range(6):
+            acc = 0.0
+            for p in range(nv):
+                acc += J[idx[a], i, p] * residual[p]
+            z[6 * a + i, 0] = acc
+            for b in range(S):
+                dW = slopes[idx[b]]
+                for k in range(6):
+                    acc = 0.0
+                    for l in range(6):
+                        acc += D[6 * a + i, 6 * b + l] * dW[l, k]
+                    M[6 * a + i, 6 * b + k] = (1.0 if a == b and i == k else 0.0) - h * acc
+    solve_into(M, z)
+    for p in range(nv):
+        step[p] = residual[p]
+    for b in range(S):
+        n, dW = idx[b], slopes[idx[b]]
+        for l in range(6):
+            acc = 0.0
+            for k in range(6):
+                acc += dW[l, k] * z[6 * b + k, 0]
+            for p in range(nv):
+                step[p] += h * B[n, p, l] * acc
 
 
 @kernel(inline=True)
@@ -285,36 +330,25 @@ def _converged(v, residual):
 
 
 @kernel()
-def _residual(v, base, B, J, arms, Q, U, geometry, phis, slide, h, residual, G, work):
-    """residual ← v − base − h Σ_slide M̃⁻¹ J_rᵀ w(J v) and G ← its Jacobian by v; returns |residual|.
-    ``work`` (20 + nv, 6): scratch."""
+def _residual(v, base, B, J, arms, Q, U, geometry, phis, slide, h, residual, flows, slopes, work, radial):
+    """residual ← v − base − h Σ_slide M̃⁻¹ J_rᵀ w(J v), flows[n] ← each sliding foot's w and
+    slopes[n] ← its Jacobian dw/dtwist; returns |residual|. ``work`` (13, 6) and ``radial`` (m,):
+    scratch."""
     nv = len(base)
-    twist, w, dw, BdW = work[12], work[13], work[14:20], work[20:]
+    twist = work[12]
     for p in range(nv):
         residual[p] = v[p] - base[p]
-        for q in range(nv):
-            G[p, q] = 1.0 if p == q else 0.0
     for n in range(B.shape[0]):
         if not slide[n]:
             continue
         _twist(J[n], v, twist)
-        flow_into(Q[n], U, geometry, phis[n], arms[n], twist, w, dw, work[:12])
+        w = flows[n]
+        flow_into(Q[n], U, geometry, phis[n], arms[n], twist, w, slopes[n], work[:12], radial)
         for p in range(nv):
             acc = 0.0
             for a in range(6):
                 acc += B[n, p, a] * w[a]
             residual[p] -= h * acc
-            for b in range(6):
-                acc = 0.0
-                for a in range(6):
-                    acc += B[n, p, a] * dw[a, b]
-                BdW[p, b] = h * acc
-        for p in range(nv):
-            for q in range(nv):
-                acc = 0.0
-                for b in range(6):
-                    acc += BdW[p, b] * J[n, b, q]
-                G[p, q] -= acc
     size = 0.0
     for p in range(nv):
         size += residual[p] * residual[p]

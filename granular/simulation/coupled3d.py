@@ -97,14 +97,14 @@ def free_motion(M, qacc, qvel, moment, ctrl, force, h, damping, gain, bias, low,
 
 @kernel()
 def coupled(M, qacc, qvel, moment, ctrl, force, h, damping, gain, bias, low, high, limited, jac, rotations, thetas,
-            r_offset, grain, bounds, phi_active, per_depth, centers, c2, kern, degree, coef, A, Kinv, U, geometry,
+            r_offset, grain, bounds, phi_active, per_depth, centers, c2, kern, degree, coef, A, Kinv, KT, U, geometry,
             tail, law, steady, warm):
     """The step's impulses for the N feet in the medium, in one call: :func:`free_motion`'s M̃ and
     v_free; each foot's Jacobian J (6, nv) at p_center in F_c3 from MuJoCo's world-axes ``jac``
     (N, 6, nv) and the feet's ``rotations`` (N, 3, 3) F_c3 → world; W(θ) of every foot
     (:func:`~granular.learning.linear.support_3d` with the 3D model's arguments ``bounds`` … ``coef``
     and the fixed normals A); the contact law (:func:`~granular.contact.step3d.contact_step`, its
-    ``Kinv``, ``U``, ``geometry``, ``tail``, ``law`` and ``warm``; ``steady``: the same feet were in the
+    ``Kinv``, ``KT``, ``U``, ``geometry``, ``tail``, ``law`` and ``warm``; ``steady``: the same feet were in the
     medium the step before, and data-flow's Newton starts from ``qvel``). Returns (M̃, v_free, J, v⁺, impulses (N, 6),
     sticking, status, the generalized impulse Σ J_rᵀ c (nv,))."""
     Mt, v_free = free_motion(M, qacc, qvel, moment, ctrl, force, h, damping, gain, bias, low, high, limited)
@@ -124,7 +124,7 @@ def coupled(M, qacc, qvel, moment, ctrl, force, h, damping, gain, bias, low, hig
     b, W = support_3d(thetas, bounds, phi_active, per_depth, centers, c2, kern, degree, coef, A)
     v, c, sticking, status, impulse = contact_step(Mt, v_free, qvel if steady else np.zeros(0), J, arms, grains,
                                                    A, h * b,
-                                                   W.reshape((N, W.shape[1] // 6, 6)), thetas[:, 1].copy(), Kinv, U,
+                                                   W.reshape((N, W.shape[1] // 6, 6)), thetas[:, 1].copy(), Kinv, KT, U,
                                                    geometry, tail, h, law, warm)
     return Mt, v_free, J, v, c, sticking, status, impulse
 
@@ -132,10 +132,10 @@ def coupled(M, qacc, qvel, moment, ctrl, force, h, damping, gain, bias, low, hig
 @kernel("f8[:, ::1], f8[:, ::1], f8[:, :, ::1], i8[::1], f8[::1], f8[::1], i8[::1], f8[::1], f8[::1], i8[::1], i8[::1], "
         "f8[:, ::1], f8[::1], f8[::1], f8[:, ::1], f8[::1], f8[::1], f8, f8[::1], f8[::1], f8[::1], f8[::1], f8[::1], "
         "f8[::1], f8, f8[::1], f8[::1], i8, i8, f8[:, ::1], f8[::1], i8, i8, f8[:, ::1], f8[:, ::1], f8[:, ::1], "
-        "f8[:, ::1], f8[::1], i8, i8, f8[::1]")
+        "f8[:, ::1], f8[:, ::1], f8[::1], i8, i8, f8[::1]")
 def feet_step(xpos, xmat, geom_jac, geoms, half, radius, shape, xs, zs, previous, warm, M, qacc, qvel, moment, ctrl,
               force, h, damping, gain, bias, low, high, limited, r_offset, grain, bounds, phi_active, per_depth,
-              centers, c2, kern, degree, coef, A, Kinv, U, geometry, tail, law, applied):
+              centers, c2, kern, degree, coef, A, Kinv, KT, U, geometry, tail, law, applied):
     """A step of every granular foot in one call: :func:`foot_frames` (θ of all F feet), which feet
     are in the medium (d < 0), each one's Jacobian at p_center from MuJoCo's at its geom's centre
     ``geom_jac`` (F, 6, nv) (a point p of the body moves at v_g + ω × (p − g)), and :func:`coupled`
@@ -172,7 +172,7 @@ def feet_step(xpos, xmat, geom_jac, geoms, half, radius, shape, xs, zs, previous
     Mt, v_free, J, v, c, sticking, status, impulse = coupled(
         M, qacc, qvel, moment, ctrl, force, h, damping, gain, bias, low, high, limited, jac,
         np.ascontiguousarray(rotations[contact]), np.ascontiguousarray(thetas[contact]), r_offset, grain, bounds,
-        phi_active, per_depth, centers, c2, kern, degree, coef, A, Kinv, U, geometry, tail, law, int(steady), warm)
+        phi_active, per_depth, centers, c2, kern, degree, coef, A, Kinv, KT, U, geometry, tail, law, int(steady), warm)
     if status != UNSOLVED:
         for p in range(nv):
             applied[p] += impulse[p] / h

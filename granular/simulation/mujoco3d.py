@@ -274,7 +274,8 @@ def constants(mj_model, feet: GranularFeet):
     specs = declared(coupled3d.feet_step)  # the kernel's own (tests and the bench stand in for mujoco3d's name)
     shapes = (feet.geoms, feet.half_length, feet.radius, feet.shape)
     law = (*_fields(act), model.dataset.foot.r_offset, GRAIN_MASS, *linear, model.fixed_normals(law3d.NORMALS),
-           dmap.kernel_inverse, dmap.directions, dmap.geometry, dmap.size, law3d.LAWS.index(feet.law))
+           dmap.kernel_inverse, dmap.tail_inverse, dmap.directions, dmap.geometry, dmap.size,
+           law3d.LAWS.index(feet.law))
     # their places in feet_step's arguments: after xpos, xmat, geom_jac; from damping to the last but applied
     shapes = tuple(_declared(x, *spec) for x, spec in zip(shapes, specs[3:7], strict=True))
     law = tuple(_declared(x, *spec) for x, spec in zip(law, specs[18:-1], strict=True))

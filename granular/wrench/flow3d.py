@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from granular.compiled import kernel
 
-from granular.wrench.flow import SWITCH_WIDTH, DirectionMap, kernel_inverse, tail_solve
+from granular.wrench.flow import SWITCH_WIDTH, DirectionMap, kernel_inverse, solve_into
 
 #: The interpolant's tails: [1, u] or [1, u, s, s u], and how many functions.
 TAILS = {"affine": 7, "leading": 14}
@@ -44,6 +44,7 @@ class SphereMap:
         self.scale = np.asarray(velocity_scale, dtype=float)
         self.tail, self.size = tail, TAILS[tail]
         self.kernel, self.kernel_inverse = kernel_inverse(self.directions)
+        self.tail_inverse = inverse_tail(self.kernel_inverse, self.directions)
         self.geometry = np.array([*self.scale, float(radius)])
 
     def coefficients(self, points, phis) -> np.ndarray:
@@ -51,7 +52,8 @@ class SphereMap:
         one tilt for all)."""
         points = np.ascontiguousarray(points, dtype=float)
         phis = np.ascontiguousarray(np.broadcast_to(np.asarray(phis, dtype=float).reshape(-1), (len(points),)))
-        return coefficients(self.kernel_inverse, self.directions, self.geometry, self.size, phis, points)
+        return coefficients(self.kernel_inverse, self.tail_inverse, self.directions, self.geometry, self.size, phis,
+                            points)
 
     def wrenches(self, points, phis, twists, arms) -> np.ndarray:
         """The data's wrench (k, 6) about p_r for twists (k, 6) of p_center, from the extreme wrenches
@@ -73,14 +75,14 @@ class SphereMap:
 
 
 @kernel(inline=True)
-def plate_fraction(u, phi, geometry, ds):
+def plate_fraction(u, ax, az, geometry, ds):
     """s, the share of the bottom disc (radius R = geometry[6], centred on p_center, normal the foot
-    axis a(φ) = (−sin φ, 0, cos φ)) that advances into the medium for the unit direction u (6,)
+    axis a(φ) = (ax, 0, az) = (−sin φ, 0, cos φ)) that advances into the medium for the unit direction u (6,)
     (scaled space; the twist of p_center is v = S u, S = geometry[:6]); ds (6,) ← ds/du. A disc
     element at r (r ⊥ a) moves along a at v·a + (a × ω)·r, so the share that advances
     (v·a + (a × ω)·r < 0) runs from 0 to 1 as v·a goes from |a × ω| R to −|a × ω| R; as in the
-    plane (``flow.leading_fractions``), a ramp, whose half-width gains SWITCH_WIDTH × |v|."""
-    ax, az = -np.sin(phi), np.cos(phi)
+    plane (``flow.leading_fractions``), a ramp, whose half-width gains SWITCH_WIDTH × |v|. The axis
+    comes in as its components: the tail's loop over the directions takes one sine and cosine."""
     vx, vy, vz = geometry[0] * u[0], geometry[1] * u[1], geometry[2] * u[2]
     wx, wy, wz = geometry[3] * u[3], geometry[4] * u[4], geometry[5] * u[5]
     gx, gy, gz = -az * wy, az * wx - ax * wz, ax * wy  # a × ω
@@ -121,8 +123,9 @@ def tail_matrix(U, phi, geometry, size):
     m = U.shape[0]
     T = np.empty((m, size))
     ds = np.empty(6)
+    ax, az = -np.sin(phi), np.cos(phi)
     for j in range(m):
-        s = plate_fraction(U[j], phi, geometry, ds) if size == 14 else 0.0
+        s = plate_fraction(U[j], ax, az, geometry, ds) if size == 14 else 0.0
         T[j, 0] = 1.0
         for i in range(6):
             T[j, 1 + i] = U[j, i]
@@ -133,15 +136,77 @@ def tail_matrix(U, phi, geometry, size):
     return T
 
 
-@kernel("f8[:, ::1], f8[:, ::1], f8[::1], i8, f8[::1], f8[:, :, ::1]")
-def coefficients(Kinv, U, geometry, size, phis, points):
-    """Q (k, m + size, 6) per tilt φ (k,) of the values P (k, m, 6) at the directions U: the planar
-    :func:`granular.wrench.flow.coefficients`' Schur-complement solve (``tail_solve``), with the 3D
-    tail at each tilt."""
-    tails = np.empty((points.shape[0], U.shape[0], size))
-    for f in range(points.shape[0]):
-        tails[f] = tail_matrix(U, phis[f], geometry, size)
-    return tail_solve(Kinv, tails, points)
+def inverse_tail(Kinv, U) -> np.ndarray:
+    """KT (m + 7, 7): K⁻¹ T₀ above T₀ᵀ K⁻¹ T₀, T₀ = [1, U], the constant parts of
+    :func:`coefficients`' solve, made once per map."""
+    T0 = np.column_stack([np.ones(len(U)), U])
+    KT = Kinv @ T0
+    return np.ascontiguousarray(np.vstack([KT, T0.T @ KT]))
+
+
+@kernel("f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[::1], i8, f8[::1], f8[:, :, ::1]")
+def coefficients(Kinv, KT, U, geometry, size, phis, points):
+    """Q (k, m + size, 6) per tilt φ (k,) of the values P (k, m, 6) at the directions U: the
+    Schur-complement solve of the planar :func:`granular.wrench.flow.tail_solve`,
+    e = (Tᵀ K⁻¹ T)⁻¹ Tᵀ K⁻¹ P and c = K⁻¹ (P − T e), with the tail T = [T₀, s T₀] at each tilt
+    (T₀ = [1, U], s the directions' leading shares; T = T₀ for the affine tail). Half of K⁻¹ T is
+    constant (``KT``: K⁻¹ T₀ and T₀ᵀ K⁻¹ T₀, :func:`inverse_tail`), so each foot's product with K⁻¹
+    takes 13 rows (s T₀ and P) where the whole tail took 20."""
+    k, m = points.shape[0], U.shape[0]
+    lead = 7 if size == 14 else 0  # rows of s T₀ per foot, before P's 6
+    w = lead + 6
+    rows, rowsT = np.empty((k * w, m)), np.empty((k, m, w))
+    ds = np.empty(6)
+    for f in range(k):
+        ax, az = -np.sin(phis[f]), np.cos(phis[f])
+        for j in range(m):
+            if lead:
+                s = plate_fraction(U[j], ax, az, geometry, ds)
+                rows[f * w, j] = s
+                for i in range(6):
+                    rows[f * w + 1 + i, j] = s * U[j, i]
+            for c in range(6):
+                rows[f * w + lead + c, j] = points[f, j, c]
+            for r in range(w):
+                rowsT[f, j, r] = rows[f * w + r, j]
+    solved = rows @ Kinv    # per foot: (K⁻¹ s T₀)ᵀ, then (K⁻¹ P)ᵀ
+    fixed = rows @ KT[:m]   # per foot: (s T₀)ᵀ K⁻¹ T₀, then Pᵀ K⁻¹ T₀
+    KTt, G = np.ascontiguousarray(KT[:m].T), KT[m:]
+    Q = np.empty((k, m + size, 6))
+    S, e, top = np.empty((size, size)), np.empty((size, 6)), np.empty((6, m))
+    for f in range(k):
+        o = f * w
+        moved = np.dot(solved[o:o + lead], rowsT[f]) if lead else np.empty((0, w))  # (K⁻¹ s T₀)ᵀ [s T₀, P]
+        for a in range(7):
+            for b in range(7):
+                S[a, b] = G[a, b]
+            for c in range(6):
+                e[a, c] = fixed[o + lead + c, a]
+        for a in range(lead):
+            for b in range(7):
+                S[7 + a, b] = fixed[o + a, b]
+                S[b, 7 + a] = fixed[o + a, b]
+            for b in range(lead):
+                S[7 + a, 7 + b] = moved[a, b]
+            for c in range(6):
+                e[7 + a, c] = moved[a, lead + c]
+        solve_into(S, e)
+        for c in range(6):  # c = K⁻¹ P − K⁻¹ T₀ e₀ − K⁻¹ s T₀ e₁, along the directions
+            for i in range(m):
+                top[c, i] = solved[o + lead + c, i]
+            for a in range(7):
+                x = e[a, c]
+                for i in range(m):
+                    top[c, i] -= KTt[a, i] * x
+            for a in range(lead):
+                x = e[7 + a, c]
+                for i in range(m):
+                    top[c, i] -= solved[o + a, i] * x
+        for i in range(m):
+            for c in range(6):
+                Q[f, i, c] = top[c, i]
+        Q[f, m:] = e
+    return Q
 
 
 @kernel("f8[:, :, ::1], f8[:, ::1], f8[::1], f8[::1], f8[:, ::1], f8[:, ::1]")
@@ -149,21 +214,21 @@ def flow_rows(Q, U, geometry, phis, twists, arms):
     """:func:`flow_into`'s wrench (k, 6) for each row: coefficients Q (k, m + q, 6), tilt, twist, arm."""
     k = Q.shape[0]
     out = np.empty((k, 6))
-    dw, work = np.empty((6, 6)), np.empty((12, 6))
+    dw, work, radial = np.empty((6, 6)), np.empty((12, 6)), np.empty(U.shape[0])
     for r in range(k):
-        flow_into(Q[r], U, geometry, phis[r], arms[r], twists[r], out[r], dw, work)
+        flow_into(Q[r], U, geometry, phis[r], arms[r], twists[r], out[r], dw, work, radial)
     return out
 
 
 @kernel()
-def flow_into(Q, U, geometry, phi, arm, twist, w, dw, work):
+def flow_into(Q, U, geometry, phi, arm, twist, w, dw, work, radial):
     """w (6,) ← the data's wrench about p_r for the twist (6,) of p_center, and dw (6, 6) ← its
     Jacobian by the twist: the interpolant with coefficients Q (m + q, 6) at u = x / |x|,
     x = twist / S (S = geometry[:6]), at tilt φ, w(u) = Σ_j |u − U_j|³ Q_j + Q_m + Σ_i u_i Q_{m+1+i}
     [+ s(u) (Q_{m+7} + Σ_i u_i Q_{m+8+i}), s the disc's leading share], then made dissipative
     about p_r = p_center + ``arm``.
-    Zero at rest. ``work`` (12, 6) is scratch (Newton's loop calls this for every sliding foot at
-    every iteration: no allocation)."""
+    Zero at rest. ``work`` (12, 6) and ``radial`` (m,) are scratch (Newton's loop calls this for
+    every sliding foot at every iteration: no allocation)."""
     m = U.shape[0]
     Gu, u, vr, metric, dp, dq, ds = work[:6], work[6], work[7], work[8], work[9], work[10], work[11]
     w[:] = 0.0
@@ -176,26 +241,40 @@ def flow_into(Q, U, geometry, phi, arm, twist, w, dw, work):
         return
     for i in range(6):
         u[i] = twist[i] / geometry[i] / rho
-    Gu[:] = 0.0  # ∂w/∂u first; the chain through u = s / |s| follows
+    # ∂w/∂u first (the chain through u = s / |s| follows), in two passes whose sums run in
+    # registers: the wrench and each |u − U_j|, then Gu = Σ_j d|u − U_j|³/d(u·U_j) Q_j U_jᵀ row by row
+    w0 = w1 = w2 = w3 = w4 = w5 = 0.0
     for j in range(m):
-        dot = 0.0
-        for i in range(6):
-            dot += u[i] * U[j, i]
+        dot = u[0] * U[j, 0] + u[1] * U[j, 1] + u[2] * U[j, 2] + u[3] * U[j, 3] + u[4] * U[j, 4] + u[5] * U[j, 5]
         r2 = max(2.0 - 2.0 * dot, 0.0)
         r = np.sqrt(r2)
-        k, dk = r2 * r, -3.0 * r  # |u − U_j|³ and its derivative by u, along U_j
-        for a in range(6):
-            w[a] += k * Q[j, a]
-            f = dk * Q[j, a]
-            for b in range(6):
-                Gu[a, b] += f * U[j, b]
+        k = r2 * r
+        radial[j] = -3.0 * r
+        w0 += k * Q[j, 0]
+        w1 += k * Q[j, 1]
+        w2 += k * Q[j, 2]
+        w3 += k * Q[j, 3]
+        w4 += k * Q[j, 4]
+        w5 += k * Q[j, 5]
+    w[0], w[1], w[2], w[3], w[4], w[5] = w0, w1, w2, w3, w4, w5
+    for a in range(6):
+        g0 = g1 = g2 = g3 = g4 = g5 = 0.0
+        for j in range(m):
+            f = radial[j] * Q[j, a]
+            g0 += f * U[j, 0]
+            g1 += f * U[j, 1]
+            g2 += f * U[j, 2]
+            g3 += f * U[j, 3]
+            g4 += f * U[j, 4]
+            g5 += f * U[j, 5]
+        Gu[a, 0], Gu[a, 1], Gu[a, 2], Gu[a, 3], Gu[a, 4], Gu[a, 5] = g0, g1, g2, g3, g4, g5
     for a in range(6):
         w[a] += Q[m, a]
         for i in range(6):
             w[a] += u[i] * Q[m + 1 + i, a]
             Gu[a, i] += Q[m + 1 + i, a]
     if Q.shape[0] - m == 14:
-        s = plate_fraction(u, phi, geometry, ds)
+        s = plate_fraction(u, -np.sin(phi), np.cos(phi), geometry, ds)
         for a in range(6):
             lead = Q[m + 7, a]
             for i in range(6):
