@@ -6,7 +6,7 @@ import pytest
 from granular.compiled import unchecked
 from granular.contact import law3d, step3d
 from granular.scenarios import scenario as scenarios, scenario3d
-from granular.simulation import mujoco3d
+from granular.simulation import coupled3d, mujoco3d
 from granular.frames3d import foot_axis
 from granular.wrench import flow3d
 from granular.wrench.flow3d import SphereMap
@@ -53,15 +53,15 @@ def test_the_compiled_step_is_the_reference_step(name, seconds, law):
     # four feet: 24 impulses on 18 dofs, the proximal QP; one foot: the plain one
     assert max(len(out[1]) for _, out in calls) == (4 if name == "quad3d-trot" else 1)
     fell = slid = unsolved = 0
-    for args, (all_thetas, contact, steady, _, Mt, v_free, J, v, c, sticking, status, impulse) in calls:
+    for args, (all_thetas, contact, steady, _, v, c, sticking, status, impulse) in calls:
         xpos, xmat, geom_jac, geoms = args[:4]
         thetas = all_thetas[contact]
         _, rotations, centers, _ = mujoco3d.foot_frames(*args[:2], *args[3:9])
         R, r = rotations[contact], centers[contact] - xpos[geoms[contact]]
         jac = geom_jac[contact]  # a point p of the body moves at v_g + ω × (p − g)
-        np.testing.assert_allclose(J[:, :3], R.transpose(0, 2, 1) @ (jac[:, :3] + np.cross(jac[:, 3:], r[:, :, None], axis=1)),
-                                   atol=1e-12)
-        np.testing.assert_allclose(J[:, 3:], R.transpose(0, 2, 1) @ jac[:, 3:], atol=1e-12)
+        J = np.concatenate([R.transpose(0, 2, 1) @ (jac[:, :3] + np.cross(jac[:, 3:], r[:, :, None], axis=1)),
+                            R.transpose(0, 2, 1) @ jac[:, 3:]], axis=1)
+        Mt, v_free = coupled3d.free_motion(*args[11:24])  # the kernel's M̃ and v_free, from its own arguments
         arms = model.dataset.foot.r_offset * foot_axis(thetas[:, 1])
         feet = law3d.Feet(thetas, J, arms, np.tile(mujoco3d.GRAIN_MASS, (len(thetas), 1)))
         # the same feet as the step before: Newton starts from qvel
@@ -71,7 +71,7 @@ def test_the_compiled_step_is_the_reference_step(name, seconds, law):
             continue
         assert (status == step3d.FELL_BACK) == ref.fell_back
         np.testing.assert_allclose(v, ref.v, rtol=0, atol=AGREE)
-        np.testing.assert_allclose(impulse, np.einsum("nap,na->p", feet.Jr, c), atol=1e-12)
+        np.testing.assert_allclose(impulse, np.einsum("nap,na->p", feet.Jr, c), atol=1e-12)  # the kernel's J is this J
         fell += ref.fell_back
         slid += not sticking.all()
         if law == "max-dissipation" and len(thetas) == 4:
@@ -107,14 +107,19 @@ def test_the_fused_call_takes_mujocos_jacobian_at_p_center():
     out = mujoco3d.feet_step(d.geom_xpos, d.geom_xmat, jac, *shapes, world.terrain.xs, world.terrain.zs,
                              np.zeros(0, np.int64), np.zeros(1, np.int64), M, d.qacc_smooth, d.qvel, moment, d.ctrl,
                              d.actuator_force, m.opt.timestep, *law, applied)
-    contact, J = out[1], out[6]
-    assert len(contact) >= 2
-    np.testing.assert_allclose(applied, out[-1] / m.opt.timestep, rtol=1e-15, err_msg="the impulses' force, applied")
+    thetas, contact, c, impulse = out[0], out[1], out[5], out[-1]
+    assert len(contact) >= 2 and np.abs(c).max() > 0
+    np.testing.assert_allclose(applied, impulse / m.opt.timestep, rtol=1e-15, err_msg="the impulses' force, applied")
     states = mujoco3d.foot_states(m, d, feet, world.terrain)
+    J = np.zeros((len(contact), 6, m.nv))
     for n, k in enumerate(contact):
         jacp, jacr = np.zeros((3, m.nv)), np.zeros((3, m.nv))
         mujoco.mj_jac(m, d, jacp, jacr, states[k][2], m.geom_bodyid[feet.geoms[k]])
-        np.testing.assert_allclose(J[n], states[k][1].T @ np.vstack([jacp, jacr]), atol=1e-12)
+        J[n] = states[k][1].T @ np.vstack([jacp, jacr])
+    np.testing.assert_allclose(J, mujoco3d.stages(m, d, feet, world.terrain, M, jac, moment, contact)[2], atol=1e-12)
+    arms = feet.model.dataset.foot.r_offset * foot_axis(thetas[contact, 1])
+    Jr = law3d.Feet(thetas[contact], J, arms, np.zeros((len(contact), 6))).Jr  # the impulses are about p_r
+    np.testing.assert_allclose(impulse, np.einsum("nap,na->p", Jr, c), atol=1e-12 * np.abs(impulse).max())
 
 
 def _interpolant(dmap: SphereMap, Q, phi, twist):
@@ -232,7 +237,8 @@ def test_a_blown_up_state_is_left_to_the_reference_and_a_callable_terrain_is_ref
     J = np.ascontiguousarray(np.eye(6)[None, :, :nv])
     out = step3d.contact_step(np.eye(nv), np.full(nv, np.nan), np.zeros(nv), J, np.array([[0.0, 0.0, 0.25]]),
                               np.zeros((1, 6)), A, 1e-3 * b, points, np.array([0.3]), dmap.kernel_inverse,
-                              dmap.tail_inverse, dmap.directions, dmap.geometry, dmap.size, 1e-3, 1, np.zeros(7, np.int64))
+                              dmap.tail_inverse, dmap.directions, dmap.geometry, dmap.size, 1e-3, 1,
+                              np.zeros(7, np.int64))
     assert out[3] == step3d.UNSOLVED
     with pytest.raises(GranularError, match="mujoco3d.Ground"):
         mujoco3d.step(world.mj_model, world.mj_data, world.feet, lambda xy: (0.0, np.array([0.0, 0.0, 1.0])))
@@ -359,3 +365,19 @@ def test_proximal_steps_solve_a_singular_qp():
     cp.Problem(cp.Minimize(0.5 * cp.sum_squares(base + B @ c)), [Ablock @ c <= ub]).solve(solver=cp.CLARABEL)
     np.testing.assert_allclose(base + B @ x, base + B @ c.value, atol=1e-6)
     assert np.abs(base + B @ x).max() < np.abs(base).max(), "the impulses slow the bodies down"
+
+
+def test_a_step_of_the_active_set_that_overflows_is_reported_not_taken():
+    """A trotting quadruped's proximal QP (four feet, captured under max-dissipation) whose step
+    overflows to NaN. The iterations once took a NaN step for the removal of a constraint with none
+    to remove: the set shrank below zero and the solver wrote before its arrays (a segfault, 6 s
+    into a run). Now it reports failure, and the step's reference law takes the step."""
+    from pathlib import Path
+
+    from granular.contact.active_set import proximal_active_set
+
+    d = np.load(Path(__file__).parent / "data" / "proximal_overflow.npz")
+    x, status, size = proximal_active_set(d["H"], d["g"], d["A"], d["ub"], d["rows"], float(d["tol"]), d["active"].copy(),
+                                          int(d["count"]), float(d["ridge"]), d["V"], d["base"], float(d["rtol"]),
+                                          int(d["steps"]))
+    assert status < 0 and 0 <= size <= len(d["g"])

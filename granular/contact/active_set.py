@@ -150,6 +150,8 @@ def _iterate(A, ub, rows, tol, L, active, na, matrices, vectors):
                 _extend(Q, R, na, proj, resid, np.sqrt(az))
                 na += 1
                 break
+            if drop < 0:  # neither step is a number (NaN in the iterates): let another solver decide
+                return -1, na
             _remove(Nt, active, u, drop, na)
             na -= 1
             _downdate(Q, R, na, drop)

@@ -105,7 +105,7 @@ def coupled(M, qacc, qvel, moment, ctrl, force, h, damping, gain, bias, low, hig
     (:func:`~granular.learning.linear.support_3d` with the 3D model's arguments ``bounds`` … ``coef``
     and the fixed normals A); the contact law (:func:`~granular.contact.step3d.contact_step`, its
     ``Kinv``, ``KT``, ``U``, ``geometry``, ``tail``, ``law`` and ``warm``; ``steady``: the same feet were in the
-    medium the step before, and data-flow's Newton starts from ``qvel``). Returns (M̃, v_free, J, v⁺, impulses (N, 6),
+    medium the step before, and data-flow's Newton starts from ``qvel``). Returns (v⁺, impulses (N, 6),
     sticking, status, the generalized impulse Σ J_rᵀ c (nv,))."""
     Mt, v_free = free_motion(M, qacc, qvel, moment, ctrl, force, h, damping, gain, bias, low, high, limited)
     N, nv = thetas.shape[0], len(qvel)
@@ -122,11 +122,9 @@ def coupled(M, qacc, qvel, moment, ctrl, force, h, damping, gain, bias, low, hig
         arms[n, 0], arms[n, 2] = -r_offset * np.sin(thetas[n, 1]), r_offset * np.cos(thetas[n, 1])  # frames3d.foot_axis
         grains[n] = grain
     b, W = support_3d(thetas, bounds, phi_active, per_depth, centers, c2, kern, degree, coef, A)
-    v, c, sticking, status, impulse = contact_step(Mt, v_free, qvel if steady else np.zeros(0), J, arms, grains,
-                                                   A, h * b,
-                                                   W.reshape((N, W.shape[1] // 6, 6)), thetas[:, 1].copy(), Kinv, KT, U,
-                                                   geometry, tail, h, law, warm)
-    return Mt, v_free, J, v, c, sticking, status, impulse
+    return contact_step(Mt, v_free, qvel if steady else np.zeros(0), J, arms, grains, A, h * b,
+                        W.reshape((N, W.shape[1] // 6, 6)), thetas[:, 1].copy(), Kinv, KT, U, geometry, tail, h, law,
+                        warm)
 
 
 @kernel("f8[:, ::1], f8[:, ::1], f8[:, :, ::1], i8[::1], f8[::1], f8[::1], i8[::1], f8[::1], f8[::1], i8[::1], i8[::1], "
@@ -142,9 +140,13 @@ def feet_step(xpos, xmat, geom_jac, geoms, half, radius, shape, xs, zs, previous
     for them. ``previous``: the feet in the medium the step before, whose QP's active set ``warm``
     (6 × len(previous) + 1) starts this one's if they are the same feet (data-flow's Newton then
     starts from ``qvel``). Returns (θ (F, 2), the feet in the medium (N,), steady, the active set to
-    keep, and :func:`coupled`'s eight results; with no foot in the medium: M, v, no Jacobians, v, no
-    impulses, no feet sticking, status solved and a zero generalized impulse). Where solved, the
-    impulses' force Σ J_rᵀ c / h is added to ``applied`` (nv,) (MuJoCo's ``qfrc_applied``)."""
+    keep, v⁺, the impulses (N, 6), sticking (N,), status and the generalized impulse Σ J_rᵀ c (nv,)
+    (:func:`coupled`'s); with no foot in the medium: v, no impulses, no feet sticking, status solved
+    and a zero generalized impulse). Where solved, the impulses' force Σ J_rᵀ c / h is added to
+    ``applied`` (nv,) (MuJoCo's ``qfrc_applied``). M̃, v_free and J stay inside (``mujoco3d.stages``
+    makes them again where the reference law must take over), and the feet in the medium and the
+    active set are the arrays passed in where unchanged: every new array the AOT module returns
+    costs about a microsecond to box, more than most stages of the step."""
     thetas, rotations, feet_centers, axes = foot_frames(xpos, xmat, geoms, half, radius, shape, xs, zs)
     contact = np.flatnonzero(thetas[:, 0] < 0.0)
     N, nv = len(contact), len(qvel)
@@ -155,8 +157,7 @@ def feet_step(xpos, xmat, geom_jac, geoms, half, radius, shape, xs, zs, previous
     if not steady:
         warm = np.zeros(6 * N + 1, np.int64)
     if N == 0:
-        return (thetas, contact, steady, warm, M.copy(), qvel.copy(), np.zeros((0, 6, nv)), qvel.copy(),
-                np.zeros((0, 6)), np.zeros(0, np.bool_), 0, np.zeros(nv))
+        return thetas, contact, steady, warm, qvel.copy(), np.zeros((0, 6)), np.zeros(0, np.bool_), 0, np.zeros(nv)
     jac = np.empty((N, 6, nv))
     for n in range(N):
         k = contact[n]
@@ -169,11 +170,11 @@ def feet_step(xpos, xmat, geom_jac, geoms, half, radius, shape, xs, zs, previous
             jac[n, 1, p] = geom_jac[k, 1, p] + wz * rx - wx * rz
             jac[n, 2, p] = geom_jac[k, 2, p] + wx * ry - wy * rx
             jac[n, 3, p], jac[n, 4, p], jac[n, 5, p] = wx, wy, wz
-    Mt, v_free, J, v, c, sticking, status, impulse = coupled(
+    v, c, sticking, status, impulse = coupled(
         M, qacc, qvel, moment, ctrl, force, h, damping, gain, bias, low, high, limited, jac,
         np.ascontiguousarray(rotations[contact]), np.ascontiguousarray(thetas[contact]), r_offset, grain, bounds,
         phi_active, per_depth, centers, c2, kern, degree, coef, A, Kinv, KT, U, geometry, tail, law, int(steady), warm)
     if status != UNSOLVED:
         for p in range(nv):
             applied[p] += impulse[p] / h
-    return thetas, contact, steady, warm, Mt, v_free, J, v, c, sticking, status, impulse
+    return thetas, contact, steady, warm, v, c, sticking, status, impulse

@@ -239,14 +239,15 @@ def step(mj_model, mj_data, feet: GranularFeet, terrain, applied=None, workspace
     if sparse:
         dense(moment, *sparse)
     if compiled is None:
-        out = _reference_frames(mj_model, mj_data, feet, terrain, ws, M, jac, moment)
+        out = _reference_frames(mj_data, feet, terrain, ws)
     else:
         # unchecked: MuJoCo's arrays, the workspace's and the constants checked once (constants, Ground)
         out = unchecked(feet_step)(xpos, xmat, jac, *compiled[0], terrain.xs, terrain.zs, *ws.checked(), M, qacc,
                                    qvel, moment, ctrl, force, h, *compiled[1], qfrc)
-    thetas, contact, steady, warm, Mt, v_free, J, v, c, sticking, status, impulse = out
+    thetas, contact, steady, warm, v, c, sticking, status, impulse = out
     ws.keep(contact, warm, steady)
     if len(contact) and status == step3d.UNSOLVED:  # no compiled form, or its QP did not solve: the reference
+        Mt, v_free, J = stages(mj_model, mj_data, feet, terrain, M, jac, moment, contact)
         inside = law3d.Feet(thetas[contact], J, feet.model.dataset.foot.r_offset * foot_axis(thetas[contact, 1]),
                             np.tile(GRAIN_MASS, (len(contact), 1)))
         ref = law3d.step(feet.model, Mt, v_free, inside, h, feet.law, v0=mj_data.qvel.copy() if ws.steady else None)
@@ -306,19 +307,28 @@ def _is(x, dtype, ndim) -> bool:
     return x.__class__ is np.ndarray and x.dtype == dtype and x.ndim == ndim and x.flags.c_contiguous
 
 
-def _reference_frames(mj_model, mj_data, feet, terrain, ws, M, jac, moment):
-    """:func:`feet_step`'s stages in numpy, for a medium without the compiled form (not an RBF):
-    the same results, with the law left to the caller (status UNSOLVED)."""
-    thetas, rotations, centers, _ = foot_frames(mj_data.geom_xpos, mj_data.geom_xmat, feet.geoms, feet.half_length,
-                                                feet.radius, feet.shape, terrain.xs, terrain.zs)
+def _reference_frames(mj_data, feet, terrain, ws):
+    """:func:`feet_step`'s bookkeeping in numpy, for a medium without the compiled form (not an RBF):
+    θ and the feet in the medium, with the law left to the caller (status UNSOLVED)."""
+    thetas = foot_frames(mj_data.geom_xpos, mj_data.geom_xmat, feet.geoms, feet.half_length, feet.radius, feet.shape,
+                         terrain.xs, terrain.zs)[0]
     contact = np.flatnonzero(thetas[:, 0] < 0)
     warm = ws.start(contact)
+    return thetas, contact, ws.steady, warm, None, None, None, step3d.UNSOLVED, None
+
+
+def stages(mj_model, mj_data, feet, terrain, M, jac, moment, contact):
+    """(M̃, v_free, J (N, 6, nv)) of the feet ``contact`` in numpy, as :func:`feet_step` makes them
+    inside: the effective mass and free velocity (:func:`free_motion`) and each foot's Jacobian at
+    p_center in F_c3, from MuJoCo's at its geom's centre ``jac`` (F, 6, nv), for the reference law."""
+    _, rotations, centers, _ = foot_frames(mj_data.geom_xpos, mj_data.geom_xmat, feet.geoms, feet.half_length,
+                                           feet.radius, feet.shape, terrain.xs, terrain.zs)
     Mt, v_free = free_motion(M, mj_data.qacc_smooth, mj_data.qvel, moment, mj_data.ctrl, mj_data.actuator_force,
                              mj_model.opt.timestep, *_fields(feet.actuation or actuation(mj_model)))
     R, r = rotations[contact], centers[contact] - mj_data.geom_xpos[feet.geoms[contact]]
     linear = jac[contact, :3] + np.cross(jac[contact, 3:], r[:, :, None], axis=1)  # a point of the body: v + ω × r
     J = np.concatenate([R.transpose(0, 2, 1) @ linear, R.transpose(0, 2, 1) @ jac[contact, 3:]], axis=1)
-    return thetas, contact, ws.steady, warm, Mt, v_free, J, None, None, None, step3d.UNSOLVED, None
+    return Mt, v_free, J
 
 
 def foot_forces(states, thetas, result, h) -> dict:
