@@ -247,7 +247,8 @@ def _newton(base, start, B, J, arms, Q, U, geometry, phis, slide, h):
     The Newton matrix G = I − h Σ_n B_n dW_n J_n (B_n = M̃⁻¹ J_rnᵀ) differs from I by rank 6 per
     sliding foot, so each step solves it through the feet (Woodbury): z from
     (I − h D dW) z = J r, the blocks D_ab = J_a B_b made once, then G⁻¹ r = r + h Σ_b B_b dW_b z_b.
-    Fewer than nv unknowns, and no nv × nv matrix built at each evaluation."""
+    Six unknowns per sliding foot, and no nv × nv matrix built at each evaluation (the same Newton
+    steps as with G itself, to round-off)."""
     nv, N = len(base), B.shape[0]
     idx = np.flatnonzero(slide)
     S = len(idx)
