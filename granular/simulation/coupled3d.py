@@ -154,6 +154,8 @@ def feet_step(xpos, xmat, geom_jac, geoms, half, radius, shape, xs, zs, previous
     if steady:
         for i in range(N):
             steady = steady and contact[i] == previous[i]
+    if steady or N == len(previous) == 0:
+        contact = previous  # the same feet: the array passed in, which the caller boxes for free
     if not steady:
         warm = np.zeros(6 * N + 1, np.int64)
     if N == 0:

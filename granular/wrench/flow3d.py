@@ -155,7 +155,7 @@ def coefficients(Kinv, KT, U, geometry, size, phis, points):
     k, m = points.shape[0], U.shape[0]
     lead = 7 if size == 14 else 0  # rows of s T₀ per foot, before P's 6
     w = lead + 6
-    rows, rowsT = np.empty((k * w, m)), np.empty((k, m, w))
+    rows = np.empty((k * w, m))
     ds = np.empty(6)
     for f in range(k):
         ax, az = -np.sin(phis[f]), np.cos(phis[f])
@@ -167,8 +167,6 @@ def coefficients(Kinv, KT, U, geometry, size, phis, points):
                     rows[f * w + 1 + i, j] = s * U[j, i]
             for c in range(6):
                 rows[f * w + lead + c, j] = points[f, j, c]
-            for r in range(w):
-                rowsT[f, j, r] = rows[f * w + r, j]
     solved = rows @ Kinv    # per foot: (K⁻¹ s T₀)ᵀ, then (K⁻¹ P)ᵀ
     fixed = rows @ KT[:m]   # per foot: (s T₀)ᵀ K⁻¹ T₀, then Pᵀ K⁻¹ T₀
     KTt, G = np.ascontiguousarray(KT[:m].T), KT[m:]
@@ -176,7 +174,7 @@ def coefficients(Kinv, KT, U, geometry, size, phis, points):
     S, e, top = np.empty((size, size)), np.empty((size, 6)), np.empty((6, m))
     for f in range(k):
         o = f * w
-        moved = np.dot(solved[o:o + lead], rowsT[f]) if lead else np.empty((0, w))  # (K⁻¹ s T₀)ᵀ [s T₀, P]
+        moved = np.dot(solved[o:o + lead], rows[o:o + w].T) if lead else np.empty((0, w))  # (K⁻¹ s T₀)ᵀ [s T₀, P]
         for a in range(7):
             for b in range(7):
                 S[a, b] = G[a, b]
@@ -243,31 +241,19 @@ def flow_into(Q, U, geometry, phi, arm, twist, w, dw, work, radial):
         u[i] = twist[i] / geometry[i] / rho
     # ∂w/∂u first (the chain through u = s / |s| follows), in two passes whose sums run in
     # registers: the wrench and each |u − U_j|, then Gu = Σ_j d|u − U_j|³/d(u·U_j) Q_j U_jᵀ row by row
-    w0 = w1 = w2 = w3 = w4 = w5 = 0.0
+    acc = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     for j in range(m):
-        dot = u[0] * U[j, 0] + u[1] * U[j, 1] + u[2] * U[j, 2] + u[3] * U[j, 3] + u[4] * U[j, 4] + u[5] * U[j, 5]
-        r2 = max(2.0 - 2.0 * dot, 0.0)
+        r2 = max(2.0 - 2.0 * (u[0] * U[j, 0] + u[1] * U[j, 1] + u[2] * U[j, 2] + u[3] * U[j, 3] + u[4] * U[j, 4]
+                              + u[5] * U[j, 5]), 0.0)
         r = np.sqrt(r2)
-        k = r2 * r
         radial[j] = -3.0 * r
-        w0 += k * Q[j, 0]
-        w1 += k * Q[j, 1]
-        w2 += k * Q[j, 2]
-        w3 += k * Q[j, 3]
-        w4 += k * Q[j, 4]
-        w5 += k * Q[j, 5]
-    w[0], w[1], w[2], w[3], w[4], w[5] = w0, w1, w2, w3, w4, w5
+        acc = _axpy6(acc, r2 * r, Q, j)
+    w[0], w[1], w[2], w[3], w[4], w[5] = acc
     for a in range(6):
-        g0 = g1 = g2 = g3 = g4 = g5 = 0.0
+        acc = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
         for j in range(m):
-            f = radial[j] * Q[j, a]
-            g0 += f * U[j, 0]
-            g1 += f * U[j, 1]
-            g2 += f * U[j, 2]
-            g3 += f * U[j, 3]
-            g4 += f * U[j, 4]
-            g5 += f * U[j, 5]
-        Gu[a, 0], Gu[a, 1], Gu[a, 2], Gu[a, 3], Gu[a, 4], Gu[a, 5] = g0, g1, g2, g3, g4, g5
+            acc = _axpy6(acc, radial[j] * Q[j, a], U, j)
+        Gu[a, 0], Gu[a, 1], Gu[a, 2], Gu[a, 3], Gu[a, 4], Gu[a, 5] = acc
     for a in range(6):
         w[a] += Q[m, a]
         for i in range(6):
@@ -289,6 +275,14 @@ def flow_into(Q, U, geometry, phi, arm, twist, w, dw, work, radial):
         for c in range(6):
             dw[a, c] = (Gu[a, c] - along * u[c]) / (rho * geometry[c])
     _dissipative_into(geometry, arm, twist, w, dw, vr, metric, dp, dq)
+
+
+@kernel(inline=True)
+def _axpy6(acc, f, A, j):
+    """acc + f A[j, :6], for a running sum of six held as a tuple: its terms stay in registers, where
+    an array's would go through memory at every term (and A's row is read without a view)."""
+    return (acc[0] + f * A[j, 0], acc[1] + f * A[j, 1], acc[2] + f * A[j, 2], acc[3] + f * A[j, 3],
+            acc[4] + f * A[j, 4], acc[5] + f * A[j, 5])
 
 
 @kernel(inline=True)
