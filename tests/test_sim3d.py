@@ -247,6 +247,26 @@ def stranger_path_missing():
     return folder / "s.toml"
 
 
+def test_the_compiled_trot_poses_the_legs_as_the_planar_robot_does():
+    """gait3d.Quadruped.at (fused_control.trot_targets) against its definition in Python: Trot.legs,
+    each side's strides scaled by 1 ± steer (left +) and its ankles moved up by ± HALF_WIDTH sin roll,
+    posed by the planar robot's Quadruped.pose, in the MJCF's actuator order."""
+    import math
+
+    from granular.scenarios import gait3d
+
+    gait = scenario3d.build("sim/quad3d-trot.toml").gait
+    rng = np.random.default_rng(3)
+    for t, pitch, roll, steer in zip(rng.uniform(0.0, 3.0, 40), rng.uniform(-0.3, 0.3, 40),
+                                     rng.uniform(-0.3, 0.3, 40), rng.uniform(-0.5, 0.5, 40)):
+        legs = {}
+        for limb, (x, z) in gait.gait.legs(t).items():
+            side = 1.0 if limb in gait3d.LEFT else -1.0
+            legs[limb] = (x * (1.0 + side * steer), z + side * gait3d.HALF_WIDTH * math.sin(roll))
+        expected = gait.robot.pose(legs, pitch)[list(gait.columns)]
+        np.testing.assert_allclose(gait.at(t, pitch, roll, steer), expected, rtol=0, atol=1e-12)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("law, dt", [("data-flow", None), ("data-flow", 0.02), ("max-dissipation", None)])
 def test_the_3d_quadruped_trots_forward_on_sand(law, dt):

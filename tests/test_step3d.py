@@ -26,9 +26,11 @@ def captured(name, law, seconds):
     fused = unchecked(mujoco3d.feet_step)  # as the step calls it
 
     def keep(*args):
-        out = fused(*args)
-        if len(out[1]):
-            calls.append(([np.copy(a) if isinstance(a, np.ndarray) else a for a in args], out))
+        before = [np.copy(a) if isinstance(a, np.ndarray) else a for a in args]
+        N, steady, status = out = fused(*args)
+        thetas, v, c, sticking, impulse = (np.copy(a) for a in args[-5:])  # the kernel's out arrays
+        if N:
+            calls.append((before, (thetas, args[9][:N].copy(), steady, v, c[:N], sticking[:N], status, impulse)))
         return out
 
     mujoco3d.feet_step = keep
@@ -53,7 +55,7 @@ def test_the_compiled_step_is_the_reference_step(name, seconds, law):
     # four feet: 24 impulses on 18 dofs, the proximal QP; one foot: the plain one
     assert max(len(out[1]) for _, out in calls) == (4 if name == "quad3d-trot" else 1)
     fell = slid = unsolved = 0
-    for args, (all_thetas, contact, steady, _, v, c, sticking, status, impulse) in calls:
+    for args, (all_thetas, contact, steady, v, c, sticking, status, impulse) in calls:
         xpos, xmat, geom_jac, geoms = args[:4]
         thetas = all_thetas[contact]
         _, rotations, centers, _ = mujoco3d.foot_frames(*args[:2], *args[3:9])
@@ -61,11 +63,11 @@ def test_the_compiled_step_is_the_reference_step(name, seconds, law):
         jac = geom_jac[contact]  # a point p of the body moves at v_g + ω × (p − g)
         J = np.concatenate([R.transpose(0, 2, 1) @ (jac[:, :3] + np.cross(jac[:, 3:], r[:, :, None], axis=1)),
                             R.transpose(0, 2, 1) @ jac[:, 3:]], axis=1)
-        Mt, v_free = coupled3d.free_motion(*args[11:24])  # the kernel's M̃ and v_free, from its own arguments
+        Mt, v_free = coupled3d.free_motion(*args[12:25])  # the kernel's M̃ and v_free, from its own arguments
         arms = model.dataset.foot.r_offset * foot_axis(thetas[:, 1])
         feet = law3d.Feet(thetas, J, arms, np.tile(mujoco3d.GRAIN_MASS, (len(thetas), 1)))
         # the same feet as the step before: Newton starts from qvel
-        ref = law3d.step(model, Mt, v_free, feet, h, law, v0=args[13] if steady else None)
+        ref = law3d.step(model, Mt, v_free, feet, h, law, v0=args[14] if steady else None)
         if status == step3d.UNSOLVED:  # the coupling takes law3d.step's answer itself
             unsolved += 1
             continue
@@ -102,12 +104,17 @@ def test_the_fused_call_takes_mujocos_jacobian_at_p_center():
     for k, g in enumerate(feet.geoms):
         mujoco.mj_jacGeom(m, d, jac[k, :3], jac[k, 3:], g)
     moment = mujoco3d._moment(m, d)
+    assert not world.workspace.bound[10], "joint transmissions: the step reads no moment arms from MuJoCo"
+    np.testing.assert_array_equal(world.workspace.bound[9], moment, err_msg="the gears the step took: MuJoCo's")
     applied = np.zeros(m.nv)
     shapes, law = mujoco3d.constants(m, feet)
-    out = mujoco3d.feet_step(d.geom_xpos, d.geom_xmat, jac, *shapes, world.terrain.xs, world.terrain.zs,
-                             np.zeros(0, np.int64), np.zeros(1, np.int64), M, d.qacc_smooth, d.qvel, moment, d.ctrl,
-                             d.actuator_force, m.opt.timestep, *law, applied)
-    thetas, contact, c, impulse = out[0], out[1], out[5], out[-1]
+    F = len(feet.geoms)
+    feet_in, thetas, c, impulse = np.zeros(F, np.int64), np.zeros((F, 2)), np.zeros((F, 6)), np.zeros(m.nv)
+    N, _, _ = mujoco3d.feet_step(d.geom_xpos, d.geom_xmat, jac, *shapes, world.terrain.xs, world.terrain.zs, feet_in,
+                                 0, np.zeros(6 * F + 1, np.int64), M, d.qacc_smooth, d.qvel, moment, d.ctrl,
+                                 d.actuator_force, m.opt.timestep, *law, applied, thetas, np.zeros(m.nv), c,
+                                 np.zeros(F, np.bool_), impulse)
+    contact, c = feet_in[:N], c[:N]
     assert len(contact) >= 2 and np.abs(c).max() > 0
     np.testing.assert_allclose(applied, impulse / m.opt.timestep, rtol=1e-15, err_msg="the impulses' force, applied")
     states = mujoco3d.foot_states(m, d, feet, world.terrain)

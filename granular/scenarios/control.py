@@ -177,9 +177,7 @@ class JointPD:
             return JointControl(CONSTANT, limits, gait(0.0))
         if not isinstance(gait, (Trot, Keyframes)):
             return None
-        r = gait.robot
-        shape = dict(geometry=np.array([r.thigh, r.shank, r.hip_x]), sides=np.array([side for _, side in LIMBS]),
-                     columns=np.array(r._joint_columns, dtype=np.int64))
+        shape = pose_arrays(gait.robot)
         if isinstance(gait, Trot):
             return JointControl(TROT, limits, np.zeros(len(limits[0])),
                                 trot=np.array([gait.period, gait.step, gait.lift, gait.z, gait.start]), **shape)
@@ -189,6 +187,13 @@ class JointPD:
             xz[:, LIMB_INDEX[limb]] = gait._xz[:, j]
         return JointControl(KEYFRAMES, limits, np.zeros(len(limits[0])), times=np.array(gait.times, dtype=float),
                             xz=xz.reshape(len(gait.times), 8), limbs=given, **shape)
+
+
+def pose_arrays(robot) -> dict:
+    """Quadruped.pose's data as the compiled gaits take it (JointControl's ``geometry``, ``sides``
+    and ``columns``)."""
+    return dict(geometry=np.array([robot.thigh, robot.shank, robot.hip_x]),
+                sides=np.array([side for _, side in LIMBS]), columns=np.array(robot._joint_columns, dtype=np.int64))
 
 
 @dataclass(frozen=True)

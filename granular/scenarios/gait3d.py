@@ -18,9 +18,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from granular.compiled import unchecked
 from granular.errors import GranularError
 from granular.frames3d import pitch as pitch_of
-from granular.scenarios.control import Hold, Trot
+from granular.scenarios.control import Hold, Trot, pose_arrays
+from granular.scenarios.robots import LIMBS
+from granular.simulation.fused_control import trot_targets
 
 #: The trot's steering: the heading it aims for is −HEADING_PER_M × its offset y from its line
 #: (capped at MAX_HEADING rad); each side's strides are scaled by 1 ± STEER × the heading error
@@ -50,15 +53,24 @@ class Quadruped:
     columns: tuple
     free: bool = True    # the base is a free joint (qpos[:7]), whose heading and offset y steer
 
+    def __post_init__(self):
+        if self.trotting:  # the compiled trot's arguments (fused_control.trot_targets), made once
+            g = self.gait
+            shape = pose_arrays(self.robot)
+            left = np.array([1.0 if limb in LEFT else -1.0 for limb, _ in LIMBS])
+            object.__setattr__(self, "_trot", (np.array([g.period, g.step, g.lift, g.z, g.start]), shape["geometry"],
+                                               shape["sides"], shape["columns"], left,
+                                               np.array(self.columns, dtype=np.int64)))
+
     def at(self, t: float, pitch: float = 0.0, roll: float = 0.0, steer: float = 0.0) -> np.ndarray:
-        """Targets at time t with the torso at ``pitch`` and ``roll``, the strides scaled by ``steer``."""
+        """Targets at time t with the torso at ``pitch`` and ``roll``, the strides scaled by ``steer``:
+        a side's strides by 1 ± steer (left +), its legs lengthened by the height its hips are off
+        level (HALF_WIDTH sin roll)."""
         if not self.trotting:
             return self.gait(t)[list(self.columns)]
-        legs = {}
-        for limb, (x, z) in self.gait.legs(t).items():
-            side = 1.0 if limb in LEFT else -1.0
-            legs[limb] = (x * (1.0 + side * steer), z + side * HALF_WIDTH * math.sin(roll))
-        return self.robot.pose(legs, pitch)[list(self.columns)]
+        out = np.empty(len(self.columns))
+        unchecked(trot_targets)(float(t), float(pitch), float(steer), HALF_WIDTH * math.sin(roll), *self._trot, out)
+        return out
 
     @property
     def trotting(self) -> bool:
@@ -75,7 +87,7 @@ class Quadruped:
 
 def quadruped(path, control, mj_model) -> Quadruped:
     from granular.foot import Foot
-    from granular.scenarios.robots import JOINTS, LIMBS, load_quadruped
+    from granular.scenarios.robots import JOINTS, load_quadruped
 
     if not (path.parent / control.spec).is_file():
         raise GranularError(f"{path}: control kind {control.kind} is the shipped RoboSimian's gait: its legs' inverse "

@@ -127,39 +127,44 @@ def coupled(M, qacc, qvel, moment, ctrl, force, h, damping, gain, bias, low, hig
                         warm)
 
 
-@kernel("f8[:, ::1], f8[:, ::1], f8[:, :, ::1], i8[::1], f8[::1], f8[::1], i8[::1], f8[::1], f8[::1], i8[::1], i8[::1], "
-        "f8[:, ::1], f8[::1], f8[::1], f8[:, ::1], f8[::1], f8[::1], f8, f8[::1], f8[::1], f8[::1], f8[::1], f8[::1], "
-        "f8[::1], f8, f8[::1], f8[::1], i8, i8, f8[:, ::1], f8[::1], i8, i8, f8[:, ::1], f8[:, ::1], f8[:, ::1], "
-        "f8[:, ::1], f8[:, ::1], f8[::1], i8, i8, f8[::1]")
-def feet_step(xpos, xmat, geom_jac, geoms, half, radius, shape, xs, zs, previous, warm, M, qacc, qvel, moment, ctrl,
-              force, h, damping, gain, bias, low, high, limited, r_offset, grain, bounds, phi_active, per_depth,
-              centers, c2, kern, degree, coef, A, Kinv, KT, U, geometry, tail, law, applied):
+@kernel("f8[:, ::1], f8[:, ::1], f8[:, :, ::1], i8[::1], f8[::1], f8[::1], i8[::1], f8[::1], f8[::1], i8[::1], i8, "
+        "i8[::1], f8[:, ::1], f8[::1], f8[::1], f8[:, ::1], f8[::1], f8[::1], f8, f8[::1], f8[::1], f8[::1], f8[::1], "
+        "f8[::1], f8[::1], f8, f8[::1], f8[::1], i8, i8, f8[:, ::1], f8[::1], i8, i8, f8[:, ::1], f8[:, ::1], "
+        "f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[::1], i8, i8, f8[::1], f8[:, ::1], f8[::1], f8[:, ::1], b1[::1], f8[::1]")
+def feet_step(xpos, xmat, geom_jac, geoms, half, radius, shape, xs, zs, feet, count, active, M, qacc, qvel, moment,
+              ctrl, force, h, damping, gain, bias, low, high, limited, r_offset, grain, bounds, phi_active, per_depth,
+              centers, c2, kern, degree, coef, A, Kinv, KT, U, geometry, tail, law, applied, thetas, v, impulses,
+              sticking, impulse):
     """A step of every granular foot in one call: :func:`foot_frames` (θ of all F feet), which feet
     are in the medium (d < 0), each one's Jacobian at p_center from MuJoCo's at its geom's centre
     ``geom_jac`` (F, 6, nv) (a point p of the body moves at v_g + ω × (p − g)), and :func:`coupled`
-    for them. ``previous``: the feet in the medium the step before, whose QP's active set ``warm``
-    (6 × len(previous) + 1) starts this one's if they are the same feet (data-flow's Newton then
-    starts from ``qvel``). Returns (θ (F, 2), the feet in the medium (N,), steady, the active set to
-    keep, v⁺, the impulses (N, 6), sticking (N,), status and the generalized impulse Σ J_rᵀ c (nv,)
-    (:func:`coupled`'s); with no foot in the medium: v, no impulses, no feet sticking, status solved
-    and a zero generalized impulse). Where solved, the impulses' force Σ J_rᵀ c / h is added to
-    ``applied`` (nv,) (MuJoCo's ``qfrc_applied``). M̃, v_free and J stay inside (``mujoco3d.stages``
-    makes them again where the reference law must take over), and the feet in the medium and the
-    active set are the arrays passed in where unchanged: every new array the AOT module returns
-    costs about a microsecond to box, more than most stages of the step."""
-    thetas, rotations, feet_centers, axes = foot_frames(xpos, xmat, geoms, half, radius, shape, xs, zs)
-    contact = np.flatnonzero(thetas[:, 0] < 0.0)
+    for them. Returns (N, the number of feet in the medium; steady; status), and writes the rest
+    into the caller's arrays: the AOT module boxes each array it returns by unpickling its dtype,
+    about a microsecond, more than most stages of the step.
+
+    In and out: ``feet`` (F,), the feet in the medium, the first ``count`` the step before's, the
+    first N this step's; ``active`` (6F + 1,), their QP's active set, its size first, which starts
+    this step's QP if the feet are the same (``steady``: data-flow's Newton then starts from
+    ``qvel``), else a cold one. Out: θ (F, 2) into ``thetas``, v⁺ into ``v`` (nv,), the impulses
+    (N, 6) into ``impulses[:N]`` and sticking (N,) into ``sticking[:N]`` (F rows each), the
+    generalized impulse Σ J_rᵀ c (nv,) into ``impulse`` (:func:`coupled`'s; with no foot in the
+    medium: v, no impulses and a zero generalized impulse). Where solved, the impulses' force
+    Σ J_rᵀ c / h is added to ``applied`` (nv,) (MuJoCo's ``qfrc_applied``). M̃, v_free and J stay
+    inside (``mujoco3d.stages`` makes them again where the reference law must take over)."""
+    all_thetas, rotations, feet_centers, axes = foot_frames(xpos, xmat, geoms, half, radius, shape, xs, zs)
+    thetas[:] = all_thetas
+    contact = np.flatnonzero(all_thetas[:, 0] < 0.0)
     N, nv = len(contact), len(qvel)
-    steady = N > 0 and N == len(previous)
-    if steady:
-        for i in range(N):
-            steady = steady and contact[i] == previous[i]
-    if steady or N == len(previous) == 0:
-        contact = previous  # the same feet: the array passed in, which the caller boxes for free
+    steady = N > 0 and N == count
+    for i in range(N if steady else 0):
+        steady = steady and contact[i] == feet[i]
+    feet[:N] = contact
     if not steady:
-        warm = np.zeros(6 * N + 1, np.int64)
+        active[0] = 0
+    impulse[:] = 0.0
     if N == 0:
-        return thetas, contact, steady, warm, qvel.copy(), np.zeros((0, 6)), np.zeros(0, np.bool_), 0, np.zeros(nv)
+        v[:] = qvel
+        return 0, False, 0
     jac = np.empty((N, 6, nv))
     for n in range(N):
         k = contact[n]
@@ -172,11 +177,16 @@ def feet_step(xpos, xmat, geom_jac, geoms, half, radius, shape, xs, zs, previous
             jac[n, 1, p] = geom_jac[k, 1, p] + wz * rx - wx * rz
             jac[n, 2, p] = geom_jac[k, 2, p] + wx * ry - wy * rx
             jac[n, 3, p], jac[n, 4, p], jac[n, 5, p] = wx, wy, wz
-    v, c, sticking, status, impulse = coupled(
+    out, c, stuck, status, total = coupled(
         M, qacc, qvel, moment, ctrl, force, h, damping, gain, bias, low, high, limited, jac,
-        np.ascontiguousarray(rotations[contact]), np.ascontiguousarray(thetas[contact]), r_offset, grain, bounds,
-        phi_active, per_depth, centers, c2, kern, degree, coef, A, Kinv, KT, U, geometry, tail, law, int(steady), warm)
+        np.ascontiguousarray(rotations[contact]), np.ascontiguousarray(all_thetas[contact]), r_offset, grain, bounds,
+        phi_active, per_depth, centers, c2, kern, degree, coef, A, Kinv, KT, U, geometry, tail, law, int(steady),
+        active[:6 * N + 1])
+    v[:] = out
+    impulses[:N] = c
+    sticking[:N] = stuck
+    impulse[:] = total
     if status != UNSOLVED:
         for p in range(nv):
             applied[p] += impulse[p] / h
-    return thetas, contact, steady, warm, v, c, sticking, status, impulse
+    return N, steady, status

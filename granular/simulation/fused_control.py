@@ -105,25 +105,50 @@ def _gait_targets(t, pitch, kind, nj, trot, times, xz, limbs, geometry, sides, c
     legs = np.zeros((4, 2))
     given = limbs.copy()
     if kind == TROT:
-        period, stride, lift, z, start = trot[0], trot[1], trot[2], trot[3], trot[4]
-        for i in range(4):
-            given[i] = 1
-            if t < start:
-                legs[i, 0], legs[i, 1] = 0.0, z
-                continue
-            shift = 0.0 if i == 0 or i == 3 else 0.5   # Trot.PAIRS over LIMBS' order
-            phase = ((t - start) / period + shift) % 1.0
-            if phase < 0.5:
-                s = phase / 0.5
-                legs[i, 0], legs[i, 1] = stride * (s - 0.5), z + lift * np.sin(np.pi * s)
-            else:
-                s = (phase - 0.5) / 0.5
-                legs[i, 0], legs[i, 1] = stride * (0.5 - s), z
+        _trot_legs(t, trot, legs)
+        given[:] = 1
     else:
         for i in range(4):
             legs[i, 0] = np.interp(t, times, xz[:, 2 * i])
             legs[i, 1] = np.interp(t, times, xz[:, 2 * i + 1])
     return _pose(legs, given, pitch, nj, geometry, sides, columns)
+
+
+@kernel()
+def _trot_legs(t, trot, legs):
+    """legs (4, 2) ← each limb's ankle target (x, z) from its hip: Trot.legs, ``trot`` = (period,
+    step, lift, z, start), the limbs in LIMBS' order."""
+    period, stride, lift, z, start = trot[0], trot[1], trot[2], trot[3], trot[4]
+    for i in range(4):
+        if t < start:
+            legs[i, 0], legs[i, 1] = 0.0, z
+            continue
+        shift = 0.0 if i == 0 or i == 3 else 0.5   # Trot.PAIRS over LIMBS' order
+        phase = ((t - start) / period + shift) % 1.0
+        if phase < 0.5:
+            s = phase / 0.5
+            legs[i, 0], legs[i, 1] = stride * (s - 0.5), z + lift * np.sin(np.pi * s)
+        else:
+            s = (phase - 0.5) / 0.5
+            legs[i, 0], legs[i, 1] = stride * (0.5 - s), z
+
+
+@kernel("f8, f8, f8, f8, f8[::1], f8[::1], f8[::1], i8[:, ::1], f8[::1], i8[::1], f8[::1]")
+def trot_targets(t, pitch, steer, lift, trot, geometry, sides, columns, left, order, out):
+    """out ← the 3D quadruped's trot (``gait3d.Quadruped.at``): Trot.legs with each limb's stride
+    scaled by 1 + left[i] × steer and its ankle's target moved up by left[i] × lift (``left`` +1
+    for a limb on the left side, −1 on the right), posed as Quadruped.pose poses them at ``pitch``
+    (``geometry``, ``sides`` and ``columns`` as JointControl's), the joint angles in the order
+    ``order`` of q's joint part. The gait runs before every MuJoCo step: in Python it took longer
+    than the step's law."""
+    legs = np.zeros((4, 2))
+    _trot_legs(t, trot, legs)
+    for i in range(4):
+        legs[i, 0] *= 1.0 + left[i] * steer
+        legs[i, 1] += left[i] * lift
+    q = _pose(legs, np.ones(4, np.int64), pitch, columns.max() + 1, geometry, sides, columns)
+    for k in range(len(order)):
+        out[k] = q[order[k]]
 
 
 @kernel()

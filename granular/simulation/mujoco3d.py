@@ -148,11 +148,13 @@ class Workspace:
     #: the same feet were in the medium the step before: data-flow follows its last root
     steady: bool = False
     bound: tuple = field(default=(), repr=False, compare=False)
-    _last: tuple = field(default=(None, None), repr=False, compare=False)
+    #: the compiled step's own arrays: ``contact`` and ``warm`` are views of their first entries
+    _feet: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False, compare=False)
+    _active: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64), repr=False, compare=False)
 
     def __getstate__(self):
         """A copy (deepcopy, pickle) binds anew: its views would be of the original's mjData."""
-        return {**self.__dict__, "bound": (), "_last": (None, None)}
+        return {**self.__dict__, "bound": (), "contact": self.contact.copy(), "warm": self.warm.copy()}
 
     def start(self, contact) -> np.ndarray:
         """The warm start for the feet ``contact`` in the medium now (the numpy path's bookkeeping,
@@ -185,6 +187,8 @@ class Workspace:
         M, jac, moment = np.zeros((nv, nv)), np.zeros((len(feet.geoms), 6, nv)), np.zeros((mj_model.nu, nv))
         jacobians = tuple((jac[k, :3], jac[k, 3:], int(g)) for k, g in enumerate(feet.geoms))
         sparse = (d.actuator_moment, d.moment_rownnz, d.moment_rowadr, d.moment_colind) if mj_model.nu else ()
+        if _fixed_moments(mj_model, moment):
+            sparse = ()  # not read again at every step
         functions = (mujoco.mj_step1, mujoco.mj_fwdActuation, mujoco.mj_fwdAcceleration, mujoco.mj_fullM,
                      mujoco.mj_jacGeom, mujoco.mju_sparse2dense, mujoco.mj_step2)
         self.bound = (mj_model, mj_data, feet, terrain, functions, mj_model.opt, M, jac, jacobians, moment, sparse,
@@ -192,20 +196,30 @@ class Workspace:
                       constants(mj_model, feet))
         return self.bound
 
-    def checked(self):
-        """The feet in the medium and the active set as the compiled step reads them (unchecked):
-        those it returned last, or else arrays the user set, checked (and, if not int64 vectors
-        whose lengths match, the next step started cold)."""
-        if self.contact is not self._last[0] or self.warm is not self._last[1]:
-            if not (_is(self.contact, np.int64, 1) and _is(self.warm, np.int64, 1)
-                    and len(self.warm) == 6 * len(self.contact) + 1):  # the kernel writes 6 per foot
-                self.reset()
-        return self.contact, self.warm
+    def arrays(self, F: int) -> tuple:
+        """The compiled step's in-and-out arrays for F feet (:func:`feet_step`'s ``feet``, ``count``
+        and ``active``): its own, or else, where the user set ``contact`` and ``warm`` (or the feet
+        are others), theirs copied in, checked (the kernel reads them unchecked: an active set whose
+        length does not match, six entries a foot, starts the step cold)."""
+        contact, warm = self.contact, self.warm
+        if getattr(contact, "base", None) is self._feet and getattr(warm, "base", None) is self._active \
+                and len(self._feet) == F:
+            return self._feet, len(contact), self._active
+        self._feet, self._active = np.zeros(F, np.int64), np.zeros(6 * F + 1, np.int64)
+        N = len(contact) if hasattr(contact, "__len__") else -1
+        if (_is(np.asarray(contact), np.int64, 1) and _is(np.asarray(warm), np.int64, 1) and N <= F
+                and len(warm) == 6 * N + 1 and 0 <= warm[0] <= 6 * N):
+            self._feet[:N], self._active[:len(warm)] = contact, warm
+        else:
+            N, self.steady = 0, False
+        self.keep(N, self.steady)
+        return self._feet, N, self._active
 
-    def keep(self, contact, warm, steady):
-        """After a compiled step: the feet in the medium and the active set it returned."""
-        self.contact, self.warm, self.steady = contact, warm, steady
-        self._last = (contact, warm)
+    def keep(self, N: int, steady: bool):
+        """After a compiled step: its N feet in the medium (views of its arrays)."""
+        if N != len(self.contact) or getattr(self.contact, "base", None) is not self._feet:
+            self.contact, self.warm = self._feet[:N], self._active[:6 * N + 1]
+        self.steady = steady
 
 
 def foot_states(mj_model, mj_data, feet: GranularFeet, terrain):
@@ -238,14 +252,19 @@ def step(mj_model, mj_data, feet: GranularFeet, terrain, applied=None, workspace
         jacobian(mj_model, mj_data, jacp, jacr, g)
     if sparse:
         dense(moment, *sparse)
+    F = len(jacobians)
+    thetas = np.empty((F, 2))
     if compiled is None:
-        out = _reference_frames(mj_data, feet, terrain, ws)
+        contact = _reference_frames(mj_data, feet, terrain, ws, thetas)
+        status = step3d.UNSOLVED
     else:
+        v, c, sticking, impulse = np.empty(len(qvel)), np.empty((F, 6)), np.empty(F, np.bool_), np.empty(len(qvel))
         # unchecked: MuJoCo's arrays, the workspace's and the constants checked once (constants, Ground)
-        out = unchecked(feet_step)(xpos, xmat, jac, *compiled[0], terrain.xs, terrain.zs, *ws.checked(), M, qacc,
-                                   qvel, moment, ctrl, force, h, *compiled[1], qfrc)
-    thetas, contact, steady, warm, v, c, sticking, status, impulse = out
-    ws.keep(contact, warm, steady)
+        N, steady, status = unchecked(feet_step)(xpos, xmat, jac, *compiled[0], terrain.xs, terrain.zs,
+                                                 *ws.arrays(F), M, qacc, qvel, moment, ctrl, force, h, *compiled[1],
+                                                 qfrc, thetas, v, c, sticking, impulse)
+        ws.keep(N, steady)
+        contact, c, sticking = ws.contact, c[:N], sticking[:N]
     if len(contact) and status == step3d.UNSOLVED:  # no compiled form, or its QP did not solve: the reference
         Mt, v_free, J = stages(mj_model, mj_data, feet, terrain, M, jac, moment, contact)
         inside = law3d.Feet(thetas[contact], J, feet.model.dataset.foot.r_offset * foot_axis(thetas[contact, 1]),
@@ -277,9 +296,9 @@ def constants(mj_model, feet: GranularFeet):
     law = (*_fields(act), model.dataset.foot.r_offset, GRAIN_MASS, *linear, model.fixed_normals(law3d.NORMALS),
            dmap.kernel_inverse, dmap.tail_inverse, dmap.directions, dmap.geometry, dmap.size,
            law3d.LAWS.index(feet.law))
-    # their places in feet_step's arguments: after xpos, xmat, geom_jac; from damping to the last but applied
+    # their places in feet_step's arguments: after xpos, xmat, geom_jac; from damping to the law
     shapes = tuple(_declared(x, *spec) for x, spec in zip(shapes, specs[3:7], strict=True))
-    law = tuple(_declared(x, *spec) for x, spec in zip(law, specs[18:-1], strict=True))
+    law = tuple(_declared(x, *spec) for x, spec in zip(law, specs[19:42], strict=True))
     geoms = shapes[0]
     if {len(x) for x in shapes} != {len(geoms)} or not ((geoms >= 0) & (geoms < mj_model.ngeom)).all():
         raise GranularError(f"granular feet: {len(geoms)} geoms {geoms.tolist()} with {len(shapes[1])} lengths, "
@@ -307,14 +326,14 @@ def _is(x, dtype, ndim) -> bool:
     return x.__class__ is np.ndarray and x.dtype == dtype and x.ndim == ndim and x.flags.c_contiguous
 
 
-def _reference_frames(mj_data, feet, terrain, ws):
+def _reference_frames(mj_data, feet, terrain, ws, thetas):
     """:func:`feet_step`'s bookkeeping in numpy, for a medium without the compiled form (not an RBF):
-    θ and the feet in the medium, with the law left to the caller (status UNSOLVED)."""
-    thetas = foot_frames(mj_data.geom_xpos, mj_data.geom_xmat, feet.geoms, feet.half_length, feet.radius, feet.shape,
-                         terrain.xs, terrain.zs)[0]
+    θ into ``thetas``; returns the feet in the medium, with the law left to the caller."""
+    thetas[:] = foot_frames(mj_data.geom_xpos, mj_data.geom_xmat, feet.geoms, feet.half_length, feet.radius,
+                            feet.shape, terrain.xs, terrain.zs)[0]
     contact = np.flatnonzero(thetas[:, 0] < 0)
-    warm = ws.start(contact)
-    return thetas, contact, ws.steady, warm, None, None, None, step3d.UNSOLVED, None
+    ws.start(contact)
+    return contact
 
 
 def stages(mj_model, mj_data, feet, terrain, M, jac, moment, contact):
@@ -369,6 +388,21 @@ def actuation(mj_model) -> Actuation:
 
 def _fields(a: Actuation):
     return a.damping, a.gain, a.bias, a.low, a.high, a.limited
+
+
+def _fixed_moments(mj_model, moment) -> bool:
+    """Where every actuator drives a hinge or slide joint directly (a joint transmission), its
+    moment arm is its gear, whatever the state (MuJoCo's ``mj_transmission``): ``moment`` (nu, nv)
+    ← them, and True; else False (MuJoCo's, state-dependent, are read at every step)."""
+    import mujoco
+
+    joints = mj_model.actuator_trnid[:, 0]
+    if mj_model.nu == 0 or not (mj_model.actuator_trntype == mujoco.mjtTrn.mjTRN_JOINT).all() or not np.isin(
+            mj_model.jnt_type[joints], (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE)).all():
+        return False
+    moment[:] = 0.0
+    moment[np.arange(mj_model.nu), mj_model.jnt_dofadr[joints]] = mj_model.actuator_gear[:, 0]
+    return True
 
 
 def _moment(mj_model, mj_data) -> np.ndarray:
