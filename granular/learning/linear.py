@@ -137,8 +137,28 @@ def support_3d(thetas, bounds, phi_active, per_depth, centers, c2, kernel, degre
         for j in range(F.shape[1]):
             F[i, j] *= scale[i]
     W = F @ coef  # two matrix products, BLAS's: the loops they replace were slower than numpy
-    support = W.reshape((k * m, 6)) @ np.ascontiguousarray(A.T)  # a transposed view takes BLAS's slower path
+    # normals in opposite pairs (A[2g + 1] = −A[2g], as fixed_normals makes them): the pair's
+    # products are one's negated, so half of them are taken, with both their maximum and minimum
+    pairs = K // 2 if K % 2 == 0 else 0
+    for g in range(pairs):
+        for c in range(6):
+            if A[2 * g + 1, c] != -A[2 * g, c]:
+                pairs = 0
+    normals = np.ascontiguousarray(A[::2].T if pairs else A.T)  # a transposed view takes BLAS's slower path
+    support = W.reshape((k * m, 6)) @ normals
     b = np.zeros((k, K))
+    if pairs:
+        top, low = np.zeros(pairs), np.zeros(pairs)  # max of A w and of −A w over the points
+        for i in range(k):
+            top[:] = 0.0
+            low[:] = 0.0
+            for j in range(m):
+                for g in range(pairs):
+                    top[g] = max(top[g], support[i * m + j, g])
+                    low[g] = max(low[g], -support[i * m + j, g])
+            for g in range(pairs):
+                b[i, 2 * g], b[i, 2 * g + 1] = top[g], low[g]
+        return b, W
     for i in range(k):
         for j in range(m):
             for f in range(K):

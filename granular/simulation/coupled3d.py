@@ -26,45 +26,55 @@ def foot_frames(xpos, xmat, geoms, half, radius, shape, xs, zs):
     F = len(geoms)
     thetas, rotations = np.zeros((F, 2)), np.zeros((F, 3, 3))
     centers, axes = np.zeros((F, 3)), np.zeros((F, 3))
+    S = np.empty((3, 3))  # the surface frame, columns x, y, n in world axes (scalars otherwise: no allocation a foot)
     for k in range(F):
         g = geoms[k]
-        axis = np.array([xmat[g, 2], xmat[g, 5], xmat[g, 8]])
+        ax, ay, az = xmat[g, 2], xmat[g, 5], xmat[g, 8]
         if shape[k] == SPHERE:
-            axis = _ground(xs, zs, xpos[g, 0])[1]
-        elif axis[2] < 0.0:  # the lower end face is the foot's bottom: taken end for end
-            axis = -axis
-        p = xpos[g] - half[k] * axis
-        height, normal = _ground(xs, zs, p[0])
-        S = np.eye(3)
-        if normal[2] != 1.0:
-            S[0, 0], S[1, 0], S[2, 0] = normal[2], 0.0, -normal[0]  # (0, 1, 0) × n, n in the x–z plane
-            S[0, 1], S[1, 1], S[2, 1] = 0.0, 1.0, 0.0               # n × x
-            S[:, 2] = normal
-        local = S.T @ axis
-        horizontal = np.hypot(local[0], local[1])
-        phi = np.arctan2(horizontal, local[2])
-        psi = np.arctan2(-local[1], -local[0]) if horizontal > 1e-12 else 0.0
+            _, ax, az = _surface(xs, zs, xpos[g, 0])
+            ay = 0.0
+        elif az < 0.0:  # the lower end face is the foot's bottom: taken end for end
+            ax, ay, az = -ax, -ay, -az
+        px, py, pz = xpos[g, 0] - half[k] * ax, xpos[g, 1] - half[k] * ay, xpos[g, 2] - half[k] * az
+        height, nx, nz = _surface(xs, zs, px)
+        S[0, 0], S[1, 0], S[2, 0] = nz, 0.0, -nx  # (0, 1, 0) × n, n in the x–z plane (the identity on the level)
+        S[0, 1], S[1, 1], S[2, 1] = 0.0, 1.0, 0.0  # n × x
+        S[0, 2], S[1, 2], S[2, 2] = nx, 0.0, nz
+        lx = S[0, 0] * ax + S[1, 0] * ay + S[2, 0] * az  # the axis in the surface frame, Sᵀ a
+        ly = S[0, 1] * ax + S[1, 1] * ay + S[2, 1] * az
+        lz = S[0, 2] * ax + S[1, 2] * ay + S[2, 2] * az
+        horizontal = np.hypot(lx, ly)
+        phi = np.arctan2(horizontal, lz)
+        psi = np.arctan2(-ly, -lx) if horizontal > 1e-12 else 0.0
         c, s = np.cos(psi), np.sin(psi)
         for i in range(3):
             rotations[k, i, 0] = S[i, 0] * c + S[i, 1] * s
             rotations[k, i, 1] = -S[i, 0] * s + S[i, 1] * c
             rotations[k, i, 2] = S[i, 2]
-        d = (p[2] - height) * normal[2]
+        d = (pz - height) * nz
         d -= radius[k] * (np.sin(phi) if shape[k] == CYLINDER else 1.0 - np.cos(phi))
         thetas[k, 0], thetas[k, 1] = d, phi
-        centers[k], axes[k] = p, axis
+        centers[k, 0], centers[k, 1], centers[k, 2] = px, py, pz
+        axes[k, 0], axes[k, 1], axes[k, 2] = ax, ay, az
     return thetas, rotations, centers, axes
 
 
 @kernel()
 def _ground(xs, zs, x):
     """(height, unit normal (3,)) of the profile through (xs, zs) at x, extended along y."""
+    height, nx, nz = _surface(xs, zs, x)
+    return height, np.array([nx, 0.0, nz])
+
+
+@kernel(inline=True)
+def _surface(xs, zs, x):
+    """(height, n_x, n_z) of the profile through (xs, zs) at x, extended along y (n_y = 0)."""
     i = 0
     while i < len(xs) - 2 and xs[i + 1] <= x:
         i += 1
     dx, dz = xs[i + 1] - xs[i], zs[i + 1] - zs[i]
     length = np.hypot(dx, dz)
-    return zs[i] + (x - xs[i]) * dz / dx, np.array([-dz / length, 0.0, dx / length])
+    return zs[i] + (x - xs[i]) * dz / dx, -dz / length, dx / length
 
 
 @kernel("f8[:, ::1], f8[::1], f8[::1], f8[:, ::1], f8[::1], f8[::1], f8, f8[::1], f8[::1], f8[::1], f8[::1], "

@@ -75,22 +75,24 @@ class SphereMap:
 
 
 @kernel(inline=True)
-def plate_fraction(u, ax, az, geometry, ds):
+def plate_fraction(U, j, ax, az, geometry, ds, slope):
     """s, the share of the bottom disc (radius R = geometry[6], centred on p_center, normal the foot
-    axis a(φ) = (ax, 0, az) = (−sin φ, 0, cos φ)) that advances into the medium for the unit direction u (6,)
-    (scaled space; the twist of p_center is v = S u, S = geometry[:6]); ds (6,) ← ds/du. A disc
-    element at r (r ⊥ a) moves along a at v·a + (a × ω)·r, so the share that advances
-    (v·a + (a × ω)·r < 0) runs from 0 to 1 as v·a goes from |a × ω| R to −|a × ω| R; as in the
-    plane (``flow.leading_fractions``), a ramp, whose half-width gains SWITCH_WIDTH × |v|. The axis
-    comes in as its components: the tail's loop over the directions takes one sine and cosine."""
-    vx, vy, vz = geometry[0] * u[0], geometry[1] * u[1], geometry[2] * u[2]
-    wx, wy, wz = geometry[3] * u[3], geometry[4] * u[4], geometry[5] * u[5]
+    axis a(φ) = (ax, 0, az) = (−sin φ, 0, cos φ)) that advances into the medium for the unit direction
+    u = U[j] (6,) (scaled space; the twist of p_center is v = S u, S = geometry[:6]); where ``slope``,
+    ds (6,) ← ds/du. A disc element at r (r ⊥ a) moves along a at v·a + (a × ω)·r, so the share that
+    advances (v·a + (a × ω)·r < 0) runs from 0 to 1 as v·a goes from |a × ω| R to −|a × ω| R; as in
+    the plane (``flow.leading_fractions``), a ramp, whose half-width gains SWITCH_WIDTH × |v|. The
+    axis comes in as its components and u as a row of U (no view: the tail's loop over the
+    directions takes one sine and cosine, and no reference count, per foot)."""
+    vx, vy, vz = geometry[0] * U[j, 0], geometry[1] * U[j, 1], geometry[2] * U[j, 2]
+    wx, wy, wz = geometry[3] * U[j, 3], geometry[4] * U[j, 4], geometry[5] * U[j, 5]
     gx, gy, gz = -az * wy, az * wx - ax * wz, ax * wy  # a × ω
     turn, speed = np.sqrt(gx * gx + gy * gy + gz * gz), np.sqrt(vx * vx + vy * vy + vz * vz)
     R = geometry[6]
     half = turn * R + SWITCH_WIDTH * speed
-    for i in range(6):
-        ds[i] = 0.0
+    if slope:
+        for i in range(6):
+            ds[i] = 0.0
     if half <= 0.0:
         return 0.5
     along = vx * ax + vz * az
@@ -99,6 +101,8 @@ def plate_fraction(u, ax, az, geometry, ds):
         return 0.0
     if s >= 1.0:
         return 1.0
+    if not slope:
+        return s
     # d(half)/du: through |v| and |a × ω| (d|a × ω|/dω_i = (ω_i − a_i a·ω) / |a × ω|)
     if speed > 0.0:
         ds[0] = SWITCH_WIDTH * geometry[0] * vx / speed
@@ -125,7 +129,7 @@ def tail_matrix(U, phi, geometry, size):
     ds = np.empty(6)
     ax, az = -np.sin(phi), np.cos(phi)
     for j in range(m):
-        s = plate_fraction(U[j], ax, az, geometry, ds) if size == 14 else 0.0
+        s = plate_fraction(U, j, ax, az, geometry, ds, False) if size == 14 else 0.0
         T[j, 0] = 1.0
         for i in range(6):
             T[j, 1 + i] = U[j, i]
@@ -161,7 +165,7 @@ def coefficients(Kinv, KT, U, geometry, size, phis, points):
         ax, az = -np.sin(phis[f]), np.cos(phis[f])
         for j in range(m):
             if lead:
-                s = plate_fraction(U[j], ax, az, geometry, ds)
+                s = plate_fraction(U, j, ax, az, geometry, ds, False)
                 rows[f * w, j] = s
                 for i in range(6):
                     rows[f * w + 1 + i, j] = s * U[j, i]
@@ -260,7 +264,7 @@ def flow_into(Q, U, geometry, phi, arm, twist, w, dw, work, radial):
             w[a] += u[i] * Q[m + 1 + i, a]
             Gu[a, i] += Q[m + 1 + i, a]
     if Q.shape[0] - m == 14:
-        s = plate_fraction(u, -np.sin(phi), np.cos(phi), geometry, ds)
+        s = plate_fraction(work, 6, -np.sin(phi), np.cos(phi), geometry, ds, True)
         for a in range(6):
             lead = Q[m + 7, a]
             for i in range(6):
