@@ -82,8 +82,8 @@ def plate_fraction(U, j, ax, az, geometry, ds, slope):
     ds (6,) ← ds/du. A disc element at r (r ⊥ a) moves along a at v·a + (a × ω)·r, so the share that
     advances (v·a + (a × ω)·r < 0) runs from 0 to 1 as v·a goes from |a × ω| R to −|a × ω| R; as in
     the plane (``flow.leading_fractions``), a ramp, whose half-width gains SWITCH_WIDTH × |v|. The
-    axis comes in as its components and u as a row of U (no view: the tail's loop over the
-    directions takes one sine and cosine, and no reference count, per foot)."""
+    axis comes in as its components (the tail's loop over the directions takes one sine and cosine
+    a foot) and u as a row index, not a view (each view costs its reference counting)."""
     vx, vy, vz = geometry[0] * U[j, 0], geometry[1] * U[j, 1], geometry[2] * U[j, 2]
     wx, wy, wz = geometry[3] * U[j, 3], geometry[4] * U[j, 4], geometry[5] * U[j, 5]
     gx, gy, gz = -az * wy, az * wx - ax * wz, ax * wy  # a × ω
