@@ -115,14 +115,17 @@ def support_of_mirror_average(thetas, bounds, x_scale, phi_active, per_depth, ce
     return b, W, clamped
 
 
-@kernel("f8[:, ::1], f8[::1], i8, i8, f8[:, ::1], f8[::1], i8, i8, f8[:, ::1], f8[:, ::1]")
-def support_3d(thetas, bounds, phi_active, per_depth, centers, c2, kernel, degree, coef, A):
+@kernel("f8[:, ::1], f8[::1], i8, i8, f8[:, ::1], f8[::1], i8, i8, f8[:, ::1], i8[::1], f8[:, ::1]")
+def support_3d(thetas, bounds, phi_active, per_depth, centers, c2, kernel, degree, coef, mirror, A):
     """(b (k, K), W (k, 6m)): a 3D model's extreme wrenches at configurations θ (k, 2), zero where
     d ≥ 0 (or NaN), and their fixed-normal offsets b = max(0, max_i A w_i) for normals A (K, 6), in
     one call (``WrenchSpaceModel3D.points`` and ``offsets``, which the MuJoCo step needs for every foot
     at every step). ``bounds`` = (deepest d, shallowest d, largest |φ|, d scale, φ scale): θ is
-    clamped to the data and scaled as the regressor saw it, and W scaled by :func:`depth_factor`."""
-    k, K, m = thetas.shape[0], A.shape[0], coef.shape[1] // 6
+    clamped to the data and scaled as the regressor saw it, and W scaled by :func:`depth_factor`.
+    ``coef`` holds the regressor's columns of the points ``mirror`` (m,) names: point j is block
+    mirror[j] of them, or, where mirror[j] < 0, block −1 − mirror[j] mirrored y → −y
+    (``frames3d.MIRROR_Y``; ``WrenchSpaceModel3D._linear`` keeps one of each mirrored pair)."""
+    k, K, m = thetas.shape[0], A.shape[0], len(mirror)
     X = np.zeros((k, 1 + phi_active))
     scale = np.zeros(k)
     for i in range(k):
@@ -136,7 +139,18 @@ def support_3d(thetas, bounds, phi_active, per_depth, centers, c2, kernel, degre
     for i in range(k):
         for j in range(F.shape[1]):
             F[i, j] *= scale[i]
-    W = F @ coef  # two matrix products, BLAS's: the loops they replace were slower than numpy
+    kept = F @ coef  # two matrix products, BLAS's: the loops they replace were slower than numpy
+    W = np.empty((k, 6 * m))
+    for i in range(k):
+        for j in range(m):
+            q = mirror[j]
+            if q >= 0:
+                for c in range(6):
+                    W[i, 6 * j + c] = kept[i, 6 * q + c]
+            else:  # y → −y: f_y, τ_x and τ_z change sign
+                q = -1 - q
+                for c in range(6):
+                    W[i, 6 * j + c] = -kept[i, 6 * q + c] if c % 2 else kept[i, 6 * q + c]
     # normals in opposite pairs (A[2g + 1] = −A[2g], as fixed_normals makes them): the pair's
     # products are one's negated, so half of them are taken, with both their maximum and minimum
     pairs = K // 2 if K % 2 == 0 else 0

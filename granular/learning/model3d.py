@@ -135,8 +135,9 @@ class WrenchSpaceModel3D:
             return None
         centers, kernel, degree, coef = self._reg.linear_form()
         bounds = np.array([self.d_min, self.d_max, self.phi_max, *self.x_scale])
+        kept, mirror = _mirrored(coef, self.py)
         return (bounds, int(self.active[1]), int(self.target == "per-depth"), np.ascontiguousarray(centers),
-                np.ascontiguousarray((centers ** 2).sum(axis=1)), int(kernel), int(degree), np.ascontiguousarray(coef))
+                np.ascontiguousarray((centers ** 2).sum(axis=1)), int(kernel), int(degree), kept, mirror)
 
     def points(self, thetas) -> np.ndarray:
         """Predicted extreme wrenches (k, m, 6) in F_r for configurations (k, 2); zero where d ≥ 0."""
@@ -205,6 +206,24 @@ class WrenchSpaceModel3D:
     def offsets(self, A, thetas) -> np.ndarray:
         """b(θ) (k, K) of the fixed-normal representation: W(θ) ⊆ {w : A w ≤ b}."""
         return self.support(A, thetas)[0]
+
+
+def _mirrored(coef, py, rtol: float = 1e-12):
+    """(kept, mirror): the RBF's columns (features, 6m) of one point of each pair the mirror y → −y
+    exchanges (``py``), and per point the block of ``kept`` it is (mirror[j] ≥ 0) or mirrors (−1 − block),
+    as :func:`~granular.learning.linear.support_3d` takes them. An RBF through mirror-averaged data is
+    symmetric itself, to round-off; the step reads its coefficients at every step, and a third fewer
+    is as much less memory. Where they are not symmetric within ``rtol``, every column is kept."""
+    m = len(py)
+    blocks = coef.reshape(len(coef), m, 6)
+    mirror = np.arange(m)
+    if np.abs(blocks[:, py] * MIRROR_Y - blocks).max() <= rtol * np.abs(coef).max():
+        keep = np.flatnonzero(py >= np.arange(m))  # one of each pair; a point its own mirror kept
+        block = np.full(m, -1)
+        block[keep] = np.arange(len(keep))
+        mirror = np.where(py >= np.arange(m), block, -1 - block[py])
+        blocks = blocks[:, keep]
+    return np.ascontiguousarray(blocks.reshape(len(coef), -1)), np.ascontiguousarray(mirror, dtype=np.int64)
 
 
 def fit(ds: wd.WrenchDataset, regressor: str = "rbf", target: str = "wrench", **params) -> WrenchSpaceModel3D:

@@ -107,8 +107,8 @@ def free_motion(M, qacc, qvel, moment, ctrl, force, h, damping, gain, bias, low,
 
 @kernel()
 def coupled(M, qacc, qvel, moment, ctrl, force, h, damping, gain, bias, low, high, limited, jac, rotations, thetas,
-            r_offset, grain, bounds, phi_active, per_depth, centers, c2, kern, degree, coef, A, Kinv, KT, U, geometry,
-            tail, law, steady, warm):
+            r_offset, grain, bounds, phi_active, per_depth, centers, c2, kern, degree, coef, mirror, A, Kinv, KT, U,
+            geometry, tail, law, steady, warm):
     """The step's impulses for the N feet in the medium, in one call: :func:`free_motion`'s M̃ and
     v_free; each foot's Jacobian J (6, nv) at p_center in F_c3 from MuJoCo's world-axes ``jac``
     (N, 6, nv) and the feet's ``rotations`` (N, 3, 3) F_c3 → world; W(θ) of every foot
@@ -131,7 +131,7 @@ def coupled(M, qacc, qvel, moment, ctrl, force, h, damping, gain, bias, low, hig
                 J[n, a, p], J[n, 3 + a, p] = lin, ang
         arms[n, 0], arms[n, 2] = -r_offset * np.sin(thetas[n, 1]), r_offset * np.cos(thetas[n, 1])  # frames3d.foot_axis
         grains[n] = grain
-    b, W = support_3d(thetas, bounds, phi_active, per_depth, centers, c2, kern, degree, coef, A)
+    b, W = support_3d(thetas, bounds, phi_active, per_depth, centers, c2, kern, degree, coef, mirror, A)
     return contact_step(Mt, v_free, qvel if steady else np.zeros(0), J, arms, grains, A, h * b,
                         W.reshape((N, W.shape[1] // 6, 6)), thetas[:, 1].copy(), Kinv, KT, U, geometry, tail, h, law,
                         warm)
@@ -139,12 +139,13 @@ def coupled(M, qacc, qvel, moment, ctrl, force, h, damping, gain, bias, low, hig
 
 @kernel("f8[:, ::1], f8[:, ::1], f8[:, :, ::1], i8[::1], f8[::1], f8[::1], i8[::1], f8[::1], f8[::1], i8[::1], i8, "
         "i8[::1], f8[:, ::1], f8[::1], f8[::1], f8[:, ::1], f8[::1], f8[::1], f8, f8[::1], f8[::1], f8[::1], f8[::1], "
-        "f8[::1], f8[::1], f8, f8[::1], f8[::1], i8, i8, f8[:, ::1], f8[::1], i8, i8, f8[:, ::1], f8[:, ::1], "
-        "f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[::1], i8, i8, f8[::1], f8[:, ::1], f8[::1], f8[:, ::1], b1[::1], f8[::1]")
+        "f8[::1], f8[::1], f8, f8[::1], f8[::1], i8, i8, f8[:, ::1], f8[::1], i8, i8, f8[:, ::1], i8[::1], "
+        "f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[::1], i8, i8, f8[::1], f8[:, ::1], f8[::1], f8[:, ::1], "
+        "b1[::1], f8[::1]")
 def feet_step(xpos, xmat, geom_jac, geoms, half, radius, shape, xs, zs, feet, count, active, M, qacc, qvel, moment,
               ctrl, force, h, damping, gain, bias, low, high, limited, r_offset, grain, bounds, phi_active, per_depth,
-              centers, c2, kern, degree, coef, A, Kinv, KT, U, geometry, tail, law, applied, thetas, v, impulses,
-              sticking, impulse):
+              centers, c2, kern, degree, coef, mirror, A, Kinv, KT, U, geometry, tail, law, applied, thetas, v,
+              impulses, sticking, impulse):
     """A step of every granular foot in one call: :func:`foot_frames` (θ of all F feet), which feet
     are in the medium (d < 0), each one's Jacobian at p_center from MuJoCo's at its geom's centre
     ``geom_jac`` (F, 6, nv) (a point p of the body moves at v_g + ω × (p − g)), and :func:`coupled`
@@ -190,8 +191,8 @@ def feet_step(xpos, xmat, geom_jac, geoms, half, radius, shape, xs, zs, feet, co
     out, c, stuck, status, total = coupled(
         M, qacc, qvel, moment, ctrl, force, h, damping, gain, bias, low, high, limited, jac,
         np.ascontiguousarray(rotations[contact]), np.ascontiguousarray(all_thetas[contact]), r_offset, grain, bounds,
-        phi_active, per_depth, centers, c2, kern, degree, coef, A, Kinv, KT, U, geometry, tail, law, int(steady),
-        active[:6 * N + 1])
+        phi_active, per_depth, centers, c2, kern, degree, coef, mirror, A, Kinv, KT, U, geometry, tail, law,
+        int(steady), active[:6 * N + 1])
     v[:] = out
     impulses[:N] = c
     sticking[:N] = stuck

@@ -298,7 +298,7 @@ def constants(mj_model, feet: GranularFeet):
            law3d.LAWS.index(feet.law))
     # their places in feet_step's arguments: after xpos, xmat, geom_jac; from damping to the law
     shapes = tuple(_declared(x, *spec) for x, spec in zip(shapes, specs[3:7], strict=True))
-    law = tuple(_declared(x, *spec) for x, spec in zip(law, specs[19:42], strict=True))
+    law = tuple(_declared(x, *spec) for x, spec in zip(law, specs[19:43], strict=True))
     geoms = shapes[0]
     if {len(x) for x in shapes} != {len(geoms)} or not ((geoms >= 0) & (geoms < mj_model.ngeom)).all():
         raise GranularError(f"granular feet: {len(geoms)} geoms {geoms.tolist()} with {len(shapes[1])} lengths, "
