@@ -120,6 +120,21 @@ def test_the_compiled_wrench_space_equals_the_model_s_own(ds3, target):
     np.testing.assert_allclose(model.points(theta), P0, rtol=0, atol=1e-12 * np.abs(P0).max())
     np.testing.assert_allclose(b, polytopes.support_offsets(A, P0), rtol=0, atol=1e-12 * np.abs(P0).max())
     assert not P[0].any() and not b[0].any()
+    kept, mirror = model._linear[7:9]
+    assert kept.shape[1] < 6 * model.m and (mirror < 0).any(), "one point of each mirrored pair computed"
+
+
+def test_coefficients_that_are_not_mirror_symmetric_are_all_kept(ds3):
+    """The compiled W(θ) mirrors a point from its pair's only where the RBF's coefficients are
+    symmetric (to round-off); else it keeps every point's."""
+    model = wm3.fit(ds3)
+    coef = model._reg.linear_form()[3].copy()
+    kept, mirror = wm3._mirrored(coef, model.py)
+    assert kept.shape[1] < coef.shape[1]
+    coef[0, 1] += 1e-6 * np.abs(coef).max()
+    kept, mirror = wm3._mirrored(coef, model.py)
+    np.testing.assert_array_equal(kept, coef)
+    np.testing.assert_array_equal(mirror, np.arange(model.m))
 
 
 def test_a_3d_model_file_round_trips_and_the_planar_loader_refuses_it(tmp_path, ds3):
