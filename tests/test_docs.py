@@ -237,6 +237,14 @@ def params():
 def test_runnable_block(block, tmp_path):
     out = run(block, tmp_path)
     problems = stale(block, out)
+    if problems and block.slow:
+        # once more before it fails: a timing's band holds this machine's run-to-run spread, but
+        # not a run beside the other worker's just-in-time compilation (README's quadruped step read
+        # 2.3× its figure so, in two fresh clones of 2026-11-29); a stale figure fails again
+        again = tmp_path / "again"
+        again.mkdir()
+        out = run(block, again)
+        problems = stale(block, out)
     assert not problems, f"{block.id}: stale figures:\n  " + "\n  ".join(problems) + f"\nits output:\n{out[-3000:]}"
 
 
