@@ -172,10 +172,12 @@ def _guarded(compiled, fn, arg_types):
     return guarded
 
 
-def declared(fn) -> list:
-    """(dtype, number of dimensions) of each argument an exported kernel declares (0: a scalar), in
-    either mode: what a caller of :func:`unchecked` must pass."""
-    return [(_BY_NUM[num], ndim) for num, ndim, _ in fn.specs]
+def declared(fn) -> dict:
+    """Each argument an exported kernel declares, by name: (dtype, number of dimensions, 0 for a
+    scalar), in either mode: what a caller of :func:`unchecked` must pass."""
+    source = getattr(fn, "__wrapped__", None) or fn.py_func  # the Python function: AOT guard or JIT dispatcher
+    names = source.__code__.co_varnames[:source.__code__.co_argcount]
+    return {name: (_BY_NUM[num], ndim) for name, (num, ndim, _) in zip(names, fn.specs, strict=True)}
 
 
 def unchecked(fn):

@@ -186,9 +186,9 @@ class Workspace:
         d, nv = mj_data, mj_model.nv
         M, jac, moment = np.zeros((nv, nv)), np.zeros((len(feet.geoms), 6, nv)), np.zeros((mj_model.nu, nv))
         jacobians = tuple((jac[k, :3], jac[k, 3:], int(g)) for k, g in enumerate(feet.geoms))
-        sparse = (d.actuator_moment, d.moment_rownnz, d.moment_rowadr, d.moment_colind) if mj_model.nu else ()
-        if _fixed_moments(mj_model, moment):
-            sparse = ()  # not read again at every step
+        # moment arms fixed by the model are filled once, not read again at every step
+        sparse = () if _fixed_moments(mj_model, moment) or not mj_model.nu else (
+            d.actuator_moment, d.moment_rownnz, d.moment_rowadr, d.moment_colind)
         functions = (mujoco.mj_step1, mujoco.mj_fwdActuation, mujoco.mj_fwdAcceleration, mujoco.mj_fullM,
                      mujoco.mj_jacGeom, mujoco.mju_sparse2dense, mujoco.mj_step2)
         self.bound = (mj_model, mj_data, feet, terrain, functions, mj_model.opt, M, jac, jacobians, moment, sparse,
@@ -206,9 +206,10 @@ class Workspace:
                 and len(self._feet) == F:
             return self._feet, len(contact), self._active
         self._feet, self._active = np.zeros(F, np.int64), np.zeros(6 * F + 1, np.int64)
-        N = len(contact) if hasattr(contact, "__len__") else -1
-        if (_is(np.asarray(contact), np.int64, 1) and _is(np.asarray(warm), np.int64, 1) and N <= F
-                and len(warm) == 6 * N + 1 and 0 <= warm[0] <= 6 * N):
+        contact, warm = np.asarray(contact), np.asarray(warm)
+        N = len(contact) if contact.ndim == 1 else F + 1
+        if (_is(contact, np.int64, 1) and _is(warm, np.int64, 1) and N <= F and len(warm) == 6 * N + 1
+                and 0 <= warm[0] <= 6 * N):
             self._feet[:N], self._active[:len(warm)] = contact, warm
         else:
             N, self.steady = 0, False
@@ -291,14 +292,17 @@ def constants(mj_model, feet: GranularFeet):
     if linear is None:
         return None
     dmap, act = model.direction_map, feet.actuation or actuation(mj_model)
-    specs = declared(coupled3d.feet_step)  # the kernel's own (tests and the bench stand in for mujoco3d's name)
+    specs = list(declared(coupled3d.feet_step).items())  # the kernel's own (tests and the bench stand in for mujoco3d's)
+    names = [name for name, _ in specs]
     shapes = (feet.geoms, feet.half_length, feet.radius, feet.shape)
     law = (*_fields(act), model.dataset.foot.r_offset, GRAIN_MASS, *linear, model.fixed_normals(law3d.NORMALS),
            dmap.kernel_inverse, dmap.tail_inverse, dmap.directions, dmap.geometry, dmap.size,
            law3d.LAWS.index(feet.law))
-    # their places in feet_step's arguments: after xpos, xmat, geom_jac; from damping to the law
-    shapes = tuple(_declared(x, *spec) for x, spec in zip(shapes, specs[3:7], strict=True))
-    law = tuple(_declared(x, *spec) for x, spec in zip(law, specs[19:43], strict=True))
+    # their places in feet_step's arguments: geoms to shape, and damping to law
+    shapes = tuple(_declared(x, *spec) for x, (_, spec) in
+                   zip(shapes, specs[names.index("geoms"):names.index("shape") + 1], strict=True))
+    law = tuple(_declared(x, *spec) for x, (_, spec) in
+                zip(law, specs[names.index("damping"):names.index("law") + 1], strict=True))
     geoms = shapes[0]
     if {len(x) for x in shapes} != {len(geoms)} or not ((geoms >= 0) & (geoms < mj_model.ngeom)).all():
         raise GranularError(f"granular feet: {len(geoms)} geoms {geoms.tolist()} with {len(shapes[1])} lengths, "
